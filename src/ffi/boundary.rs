@@ -1,0 +1,139 @@
+//! The helpers every entry point uses to check C pointers and stop panics, so that each
+//! exported function reads as a few lines.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use super::status::leveldb_bloom_status::{self, *};
+
+/// An entry point's outcome before it becomes a C status code.
+pub(crate) type FfiResult<T> = Result<T, leveldb_bloom_status>;
+
+/// Runs `body`; a panic inside becomes `on_panic` instead of unwinding into C.
+pub(crate) fn guard<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(on_panic)
+}
+
+/// Runs `body` as an entry point that returns a status code.
+pub(crate) fn guard_status(body: impl FnOnce() -> FfiResult<()>) -> libc::c_int {
+    guard(LEVELDB_BLOOM_ERR_PANIC as libc::c_int, || match body() {
+        Ok(()) => LEVELDB_BLOOM_OK as libc::c_int,
+        Err(status) => status as libc::c_int,
+    })
+}
+
+/// Runs `body` as a query: an error or a panic answers "may match", because a wrong
+/// "no match" hides stored data.
+pub(crate) fn guard_query(body: impl FnOnce() -> FfiResult<bool>) -> bool {
+    guard(true, || body().unwrap_or(true))
+}
+
+/// The object behind `ptr`, or `NULL_ARGUMENT`.
+///
+/// # Safety
+/// `ptr` is NULL or points to a live, properly initialised `T` that nothing mutates for `'a`.
+pub(crate) unsafe fn try_ref<'a, T>(ptr: *const T) -> FfiResult<&'a T> {
+    // SAFETY: the caller guarantees a non-NULL `ptr` points to a live `T`.
+    unsafe { ptr.as_ref() }.ok_or(LEVELDB_BLOOM_ERR_NULL_ARGUMENT)
+}
+
+/// The object behind `ptr` for mutation, or `NULL_ARGUMENT`.
+///
+/// # Safety
+/// `ptr` is NULL or points to a live `T` that nothing else touches for `'a`.
+pub(crate) unsafe fn try_mut<'a, T>(ptr: *mut T) -> FfiResult<&'a mut T> {
+    // SAFETY: the caller guarantees a non-NULL `ptr` points to a live, unaliased `T`.
+    unsafe { ptr.as_mut() }.ok_or(LEVELDB_BLOOM_ERR_NULL_ARGUMENT)
+}
+
+/// `len` elements at `ptr` as a slice. NULL with `len == 0` is the empty slice; NULL with a
+/// length is `NULL_ARGUMENT`; a length no allocation can have, or a misaligned pointer, is
+/// `INVALID_ARGUMENT`.
+///
+/// # Safety
+/// A non-NULL `ptr` points to `len` initialised elements that nothing mutates for `'a`.
+pub(crate) unsafe fn try_slice<'a, T>(ptr: *const T, len: usize) -> FfiResult<&'a [T]> {
+    if ptr.is_null() {
+        return if len == 0 {
+            Ok(&[])
+        } else {
+            Err(LEVELDB_BLOOM_ERR_NULL_ARGUMENT)
+        };
+    }
+    check_extent::<T>(ptr, len)?;
+    // SAFETY: non-NULL, aligned, the extent fits in isize, and the caller guarantees `len`
+    // initialised elements that stay unmodified for `'a`.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// `len` bytes at `ptr` as a writable slice, zeroed first (the caller's memory may be
+/// uninitialised). NULL is allowed only with `len == 0`.
+///
+/// # Safety
+/// A non-NULL `ptr` points to `len` writable bytes that nothing else touches for `'a`.
+pub(crate) unsafe fn try_zeroed_bytes_mut<'a>(ptr: *mut u8, len: usize) -> FfiResult<&'a mut [u8]> {
+    if ptr.is_null() {
+        return if len == 0 {
+            Ok(&mut [])
+        } else {
+            Err(LEVELDB_BLOOM_ERR_NULL_ARGUMENT)
+        };
+    }
+    check_extent::<u8>(ptr, len)?;
+    // SAFETY: the caller guarantees `len` writable bytes at `ptr`; zeroing initialises them.
+    unsafe { std::ptr::write_bytes(ptr, 0, len) };
+    // SAFETY: non-NULL, initialised just above, exclusively ours for `'a` by the contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
+}
+
+/// Refuses what `slice::from_raw_parts` may not be given: a misaligned pointer, or more
+/// than `isize::MAX` bytes.
+fn check_extent<T>(ptr: *const T, len: usize) -> FfiResult<()> {
+    let fits = len
+        .checked_mul(size_of::<T>())
+        .is_some_and(|bytes| bytes <= isize::MAX as usize);
+    if fits && ptr.is_aligned() {
+        Ok(())
+    } else {
+        Err(LEVELDB_BLOOM_ERR_INVALID_ARGUMENT)
+    }
+}
+
+/// The keys of a C key array: `num_keys` pointers and as many lengths.
+pub(crate) struct KeyArray<'a> {
+    keys: &'a [*const libc::c_char],
+    lens: &'a [usize],
+}
+
+impl<'a> KeyArray<'a> {
+    /// Checks every pointer and length once, so that iterating cannot fail.
+    ///
+    /// # Safety
+    /// Non-NULL `keys` and `key_lens` point to `num_keys` elements each, and each non-NULL
+    /// key points to `key_lens[i]` bytes; none of it changes for `'a`.
+    pub(crate) unsafe fn new(
+        keys: *const *const libc::c_char,
+        key_lens: *const usize,
+        num_keys: usize,
+    ) -> FfiResult<Self> {
+        // SAFETY: forwarded from this function's contract.
+        let (keys, lens) = unsafe { (try_slice(keys, num_keys)?, try_slice(key_lens, num_keys)?) };
+        for (&key, &len) in keys.iter().zip(lens) {
+            if key.is_null() {
+                if len != 0 {
+                    return Err(LEVELDB_BLOOM_ERR_NULL_ARGUMENT);
+                }
+            } else {
+                check_extent(key, len)?;
+            }
+        }
+        Ok(KeyArray { keys, lens })
+    }
+
+    pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = &'a [u8]> + 'a {
+        self.keys.iter().zip(self.lens).map(|(&key, &len)| {
+            // SAFETY: `new` checked NULL (only with length 0), alignment and extent; the
+            // caller of `new` guaranteed the bytes.
+            unsafe { try_slice(key.cast::<u8>(), len) }.unwrap_or_default()
+        })
+    }
+}

@@ -1,0 +1,22 @@
+//! The C API: every exported function lives in this module's files, and the header
+//! `include/leveldb_bloom.h` is generated from them by cbindgen.
+//!
+//! Rules shared by all entry points: pointers are checked (a NULL where data is required is
+//! an error code, or "may match" for a query); `(NULL, 0)` is accepted as an empty byte
+//! string; no panic crosses the boundary.
+
+// The header lists items in the order cbindgen meets these modules.
+mod status;
+
+mod policy;
+
+mod callbacks;
+
+mod filter_block;
+
+mod boundary;
+
+pub use callbacks::*;
+pub use filter_block::*;
+pub use policy::*;
+pub use status::leveldb_bloom_status;

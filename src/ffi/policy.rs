@@ -1,0 +1,214 @@
+//! The policy object, filter creation and filter queries.
+
+use std::ffi::{CStr, c_char, c_int};
+
+use super::boundary::{FfiResult, KeyArray, guard, guard_query, guard_status, try_ref, try_slice};
+use super::boundary::{try_mut, try_zeroed_bytes_mut};
+use super::status::leveldb_bloom_status::{self, *};
+use crate::bloom::BloomPolicy;
+
+/// LevelDB's built-in Bloom filter policy (`leveldb.BuiltinBloomFilter2`) for one
+/// bits-per-key setting. Immutable after creation: one policy may be used from any number
+/// of threads at once.
+#[allow(non_camel_case_types)]
+pub struct leveldb_bloom_policy {
+    pub(crate) bloom: BloomPolicy,
+}
+
+/// The policy name as a C string; equal to `bloom::NAME` (tested).
+pub(crate) const POLICY_NAME: &CStr = c"leveldb.BuiltinBloomFilter2";
+
+/// Creates a Bloom filter policy that builds the same filters as LevelDB's
+/// `leveldb_filterpolicy_create_bloom(bits_per_key)`.
+///
+/// Returns NULL if `bits_per_key` is negative (undefined behaviour in LevelDB) or memory
+/// runs out. `bits_per_key` 0 is valid (one probe per key into a 64-bit filter). The caller
+/// owns the policy and releases it with `leveldb_bloom_policy_destroy`, or hands it to
+/// LevelDB as the state of `leveldb_filterpolicy_create` (see `leveldb_bloom_cb_destructor`).
+#[unsafe(no_mangle)]
+pub extern "C" fn leveldb_bloom_policy_create(bits_per_key: c_int) -> *mut leveldb_bloom_policy {
+    guard(std::ptr::null_mut(), || {
+        match BloomPolicy::new(bits_per_key) {
+            Ok(bloom) => Box::into_raw(Box::new(leveldb_bloom_policy { bloom })),
+            Err(_) => std::ptr::null_mut(),
+        }
+    })
+}
+
+/// Destroys a policy. NULL is a no-op.
+///
+/// # Safety
+/// `policy` is NULL or was returned by `leveldb_bloom_policy_create` and not destroyed yet;
+/// no other thread is using it, and it is not owned by a LevelDB filter policy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_bloom_policy_destroy(policy: *mut leveldb_bloom_policy) {
+    guard((), || {
+        if !policy.is_null() {
+            // SAFETY: the caller passes ownership of a policy made by `Box::into_raw`.
+            drop(unsafe { Box::from_raw(policy) });
+        }
+    })
+}
+
+/// The policy's name, `"leveldb.BuiltinBloomFilter2"`: a static string, valid for the life
+/// of the process, never to be freed. Returned for a NULL policy too.
+///
+/// # Safety
+/// `policy` is NULL or a live policy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_bloom_policy_name(
+    policy: *const leveldb_bloom_policy,
+) -> *const c_char {
+    let _ = policy;
+    POLICY_NAME.as_ptr()
+}
+
+/// The number of bytes of the filter for `num_keys` keys (duplicates count), the same as
+/// LevelDB: `max(num_keys * bits_per_key, 64)` bits rounded up to bytes, plus one byte.
+/// Returns 0 if `policy` is NULL or the size overflows `size_t`.
+///
+/// # Safety
+/// `policy` is NULL or a live policy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_bloom_filter_len(
+    policy: *const leveldb_bloom_policy,
+    num_keys: usize,
+) -> usize {
+    guard(0, || {
+        // SAFETY: the caller guarantees NULL or a live policy.
+        let policy = unsafe { try_ref(policy) };
+        policy.map_or(0, |p| p.bloom.filter_len(num_keys).unwrap_or(0))
+    })
+}
+
+/// Builds the filter for `num_keys` keys into `out`, byte-identical to LevelDB's
+/// `CreateFilter`. Key `i` is `key_lens[i]` bytes at `keys[i]` (a NULL key is allowed when
+/// its length is 0). `keys` and `key_lens` may be NULL when `num_keys` is 0; `out` may be
+/// NULL when `out_cap` is 0, to ask for the size.
+///
+/// Returns `LEVELDB_BLOOM_OK` and stores the filter length in `*out_len` (bytes of `out`
+/// past it are untouched). If `out_cap` is too small: `LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL`
+/// and `*out_len` = the length needed. Other errors store 0 in `*out_len` (unless `out_len`
+/// is NULL): `NULL_ARGUMENT` (policy, out_len, or a NULL array or key that has a length),
+/// `INVALID_ARGUMENT` (misaligned `key_lens`, or a length no object can have), `TOO_LARGE`
+/// (the filter size overflows `size_t`), `PANIC`.
+///
+/// # Safety
+/// Each non-NULL pointer points to as many readable elements as its length says (`out`:
+/// `out_cap` writable bytes) and the memory does not change during the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_bloom_create_filter(
+    policy: *const leveldb_bloom_policy,
+    keys: *const *const c_char,
+    key_lens: *const usize,
+    num_keys: usize,
+    out: *mut u8,
+    out_cap: usize,
+    out_len: *mut usize,
+) -> c_int {
+    guard_status(|| {
+        // SAFETY: the caller guarantees `out_len` is NULL or writable.
+        let out_len = unsafe { try_mut(out_len) }?;
+        *out_len = 0;
+        // SAFETY: the caller's guarantees for `policy`, `keys` and `key_lens`.
+        let (policy, keys) =
+            unsafe { (try_ref(policy)?, KeyArray::new(keys, key_lens, num_keys)?) };
+        let needed = policy.bloom.filter_len(num_keys)?;
+        if out_cap < needed {
+            *out_len = needed;
+            return Err(LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL);
+        }
+        // SAFETY: the caller guarantees `out_cap >= needed` writable bytes at non-NULL `out`.
+        let out = unsafe { try_zeroed_bytes_mut(out, needed) }?;
+        *out_len = policy.bloom.create_filter_into(keys.iter(), out)?;
+        Ok(())
+    })
+}
+
+/// Whether `key` may be in `filter` (a filter built by this library or by LevelDB with any
+/// bits per key), answered exactly as LevelDB answers, malformed filters included.
+///
+/// `true` means "may match"; `false` means the key is certainly absent. Anything that cannot
+/// be answered (NULL policy or filter, a NULL key with a length) answers `true`, since a wrong
+/// `false` would hide stored data.
+///
+/// # Safety
+/// Non-NULL `key` and `filter` point to `key_len` and `filter_len` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_bloom_key_may_match(
+    policy: *const leveldb_bloom_policy,
+    key: *const c_char,
+    key_len: usize,
+    filter: *const u8,
+    filter_len: usize,
+) -> bool {
+    guard_query(|| {
+        // SAFETY: the caller guarantees NULL or a live policy, and the byte extents.
+        let (policy, key, filter) = unsafe {
+            (
+                try_ref(policy)?,
+                try_slice(key.cast(), key_len)?,
+                try_filter(filter, filter_len)?,
+            )
+        };
+        Ok(policy.bloom.key_may_match(key, filter))
+    })
+}
+
+/// A filter for a query: unlike a key, a NULL filter is never "empty", it is missing.
+///
+/// # Safety
+/// A non-NULL `filter` points to `len` readable bytes.
+pub(crate) unsafe fn try_filter<'a>(filter: *const u8, len: usize) -> FfiResult<&'a [u8]> {
+    if filter.is_null() {
+        return Err(LEVELDB_BLOOM_ERR_NULL_ARGUMENT);
+    }
+    // SAFETY: forwarded from this function's contract.
+    unsafe { try_slice(filter, len) }
+}
+
+/// A static description of a status code (never NULL, never to be freed); an unknown code
+/// gets `"unknown status"`.
+#[unsafe(no_mangle)]
+pub extern "C" fn leveldb_bloom_status_message(status: c_int) -> *const c_char {
+    let known = leveldb_bloom_status::ALL
+        .into_iter()
+        .find(|s| *s as c_int == status);
+    known.map_or(c"unknown status", |s| s.message()).as_ptr()
+}
+
+/// The library's version, `"MAJOR.MINOR.PATCH"`, equal to `LEVELDB_BLOOM_VERSION` in the
+/// header it was built with: compare them to detect a header/library mismatch. Static.
+#[unsafe(no_mangle)]
+pub extern "C" fn leveldb_bloom_version() -> *const c_char {
+    const VERSION: &CStr =
+        match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+            Ok(version) => version,
+            Err(_) => panic!("the package version has no NUL"),
+        };
+    VERSION.as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_name_is_the_policy_name() {
+        assert_eq!(POLICY_NAME.to_str().unwrap(), crate::bloom::NAME);
+    }
+
+    #[test]
+    fn every_status_has_its_own_message() {
+        let mut messages: Vec<_> = leveldb_bloom_status::ALL
+            .iter()
+            .map(|s| s.message())
+            .collect();
+        messages.sort();
+        messages.dedup();
+        assert_eq!(messages.len(), leveldb_bloom_status::ALL.len());
+        // SAFETY: the function returns a static NUL-terminated string.
+        let unknown = unsafe { CStr::from_ptr(leveldb_bloom_status_message(99)) };
+        assert_eq!(unknown, c"unknown status");
+    }
+}

@@ -1,0 +1,27 @@
+//! LevelDB's built-in Bloom filter policy, `leveldb.BuiltinBloomFilter2`, bit-identical to
+//! LevelDB 1.23, with a C ABI that plugs into `leveldb_filterpolicy_create`.
+//!
+//! The Rust API needs no C: [`BloomPolicy`] builds and queries filters, and
+//! [`FilterBlockBuilder`] / [`FilterBlockReader`] handle the filter block of a table.
+//!
+//! ```
+//! use leveldb_bloom::BloomPolicy;
+//!
+//! let policy = BloomPolicy::new(10)?;
+//! let mut filter = Vec::new();
+//! policy.create_filter(["hello", "world"], &mut filter)?;
+//! assert!(policy.key_may_match(b"hello", &filter));
+//! # Ok::<(), leveldb_bloom::Error>(())
+//! ```
+//!
+//! The C API (`include/leveldb_bloom.h`) is generated from the [`ffi`] module.
+
+pub mod bloom;
+pub mod error;
+pub mod ffi;
+pub mod filter_block;
+pub mod hash;
+
+pub use bloom::{BloomPolicy, key_may_match};
+pub use error::Error;
+pub use filter_block::{FilterBlockBuilder, FilterBlockReader};
