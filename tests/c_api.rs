@@ -1,0 +1,493 @@
+//! The C API's documented answers at the boundary: NULLs, sizes, misuse. (Compatibility
+//! with LevelDB itself is tested by the C++ harness against the real library.)
+
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ptr::{null, null_mut};
+
+use leveldb_bloom::BloomPolicy;
+use leveldb_bloom::ffi::leveldb_bloom_status::*;
+use leveldb_bloom::ffi::*;
+
+const OK: c_int = LEVELDB_BLOOM_OK as c_int;
+
+struct Policy(*mut leveldb_bloom_policy);
+
+impl Policy {
+    fn new(bits_per_key: c_int) -> Self {
+        let p = leveldb_bloom_policy_create(bits_per_key);
+        assert!(!p.is_null());
+        Policy(p)
+    }
+}
+
+impl Drop for Policy {
+    fn drop(&mut self) {
+        // SAFETY: created by leveldb_bloom_policy_create, destroyed once.
+        unsafe { leveldb_bloom_policy_destroy(self.0) }
+    }
+}
+
+fn key_arrays(keys: &[&[u8]]) -> (Vec<*const c_char>, Vec<usize>) {
+    (
+        keys.iter().map(|k| k.as_ptr().cast()).collect(),
+        keys.iter().map(|k| k.len()).collect(),
+    )
+}
+
+fn rust_filter(bits_per_key: i32, keys: &[&[u8]]) -> Vec<u8> {
+    let mut filter = Vec::new();
+    BloomPolicy::new(bits_per_key)
+        .unwrap()
+        .create_filter(keys, &mut filter)
+        .unwrap();
+    filter
+}
+
+#[test]
+fn policy_lifecycle_and_name() {
+    assert!(leveldb_bloom_policy_create(-1).is_null());
+    assert!(leveldb_bloom_policy_create(c_int::MIN).is_null());
+    let p = Policy::new(0);
+    // SAFETY: static strings returned by the library.
+    unsafe {
+        assert_eq!(
+            CStr::from_ptr(leveldb_bloom_policy_name(p.0)),
+            c"leveldb.BuiltinBloomFilter2"
+        );
+        assert_eq!(
+            CStr::from_ptr(leveldb_bloom_policy_name(null())),
+            c"leveldb.BuiltinBloomFilter2"
+        );
+        assert_eq!(
+            CStr::from_ptr(leveldb_bloom_cb_name(null_mut())),
+            c"leveldb.BuiltinBloomFilter2"
+        );
+        assert_eq!(
+            CStr::from_ptr(leveldb_bloom_version()).to_str().unwrap(),
+            env!("CARGO_PKG_VERSION")
+        );
+        leveldb_bloom_policy_destroy(null_mut());
+    }
+}
+
+#[test]
+fn filter_len_reports_zero_for_null_and_overflow() {
+    let p = Policy::new(10);
+    // SAFETY: live policy or NULL.
+    unsafe {
+        assert_eq!(leveldb_bloom_filter_len(p.0, 0), 9);
+        assert_eq!(leveldb_bloom_filter_len(p.0, 100), 126);
+        assert_eq!(leveldb_bloom_filter_len(null(), 100), 0);
+        assert_eq!(leveldb_bloom_filter_len(p.0, usize::MAX), 0);
+    }
+}
+
+#[test]
+fn create_filter_sizes_and_errors() {
+    let p = Policy::new(10);
+    let keys: [&[u8]; 3] = [b"hello", b"", b"\xff\x80world"];
+    let (ptrs, lens) = key_arrays(&keys);
+    let expected = rust_filter(10, &keys);
+    let mut out = vec![0xaau8; 64];
+    let mut out_len = 12345usize;
+    // SAFETY: every pointer is valid for the lengths given, or NULL where tested.
+    unsafe {
+        // Size query.
+        let status = leveldb_bloom_create_filter(
+            p.0,
+            ptrs.as_ptr(),
+            lens.as_ptr(),
+            3,
+            null_mut(),
+            0,
+            &mut out_len,
+        );
+        assert_eq!(
+            (status, out_len),
+            (LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL as c_int, expected.len())
+        );
+        let status = leveldb_bloom_create_filter(
+            p.0,
+            ptrs.as_ptr(),
+            lens.as_ptr(),
+            3,
+            out.as_mut_ptr(),
+            expected.len() - 1,
+            &mut out_len,
+        );
+        assert_eq!(
+            (status, out_len),
+            (LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL as c_int, expected.len())
+        );
+        assert!(
+            out.iter().all(|&b| b == 0xaa),
+            "a refused call writes nothing"
+        );
+
+        let status = leveldb_bloom_create_filter(
+            p.0,
+            ptrs.as_ptr(),
+            lens.as_ptr(),
+            3,
+            out.as_mut_ptr(),
+            out.len(),
+            &mut out_len,
+        );
+        assert_eq!((status, out_len), (OK, expected.len()));
+        assert_eq!(&out[..out_len], &expected[..]);
+        assert!(
+            out[out_len..].iter().all(|&b| b == 0xaa),
+            "bytes past the filter are untouched"
+        );
+
+        // No keys: the arrays may be NULL.
+        let status = leveldb_bloom_create_filter(
+            p.0,
+            null(),
+            null(),
+            0,
+            out.as_mut_ptr(),
+            out.len(),
+            &mut out_len,
+        );
+        assert_eq!((status, &out[..out_len]), (OK, &rust_filter(10, &[])[..]));
+
+        // A NULL key of length 0 is the empty key.
+        let null_key = [null::<c_char>()];
+        let status = leveldb_bloom_create_filter(
+            p.0,
+            null_key.as_ptr(),
+            [0usize].as_ptr(),
+            1,
+            out.as_mut_ptr(),
+            out.len(),
+            &mut out_len,
+        );
+        assert_eq!(
+            (status, &out[..out_len]),
+            (OK, &rust_filter(10, &[b""])[..])
+        );
+
+        let errors = [
+            leveldb_bloom_create_filter(
+                null(),
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                3,
+                out.as_mut_ptr(),
+                out.len(),
+                &mut out_len,
+            ),
+            leveldb_bloom_create_filter(
+                p.0,
+                null(),
+                lens.as_ptr(),
+                3,
+                out.as_mut_ptr(),
+                out.len(),
+                &mut out_len,
+            ),
+            leveldb_bloom_create_filter(
+                p.0,
+                ptrs.as_ptr(),
+                null(),
+                3,
+                out.as_mut_ptr(),
+                out.len(),
+                &mut out_len,
+            ),
+            leveldb_bloom_create_filter(
+                p.0,
+                null_key.as_ptr(),
+                [1usize].as_ptr(),
+                1,
+                out.as_mut_ptr(),
+                out.len(),
+                &mut out_len,
+            ),
+            leveldb_bloom_create_filter(
+                p.0,
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                3,
+                null_mut(),
+                100,
+                &mut out_len,
+            ),
+        ];
+        assert_eq!(errors, [LEVELDB_BLOOM_ERR_NULL_ARGUMENT as c_int; 5]);
+        assert_eq!(out_len, 0);
+        assert_eq!(
+            leveldb_bloom_create_filter(
+                p.0,
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                3,
+                out.as_mut_ptr(),
+                out.len(),
+                null_mut()
+            ),
+            LEVELDB_BLOOM_ERR_NULL_ARGUMENT as c_int
+        );
+        let huge = [usize::MAX];
+        assert_eq!(
+            leveldb_bloom_create_filter(
+                p.0,
+                ptrs.as_ptr(),
+                huge.as_ptr(),
+                1,
+                out.as_mut_ptr(),
+                out.len(),
+                &mut out_len
+            ),
+            LEVELDB_BLOOM_ERR_INVALID_ARGUMENT as c_int
+        );
+        let big = Policy::new(c_int::MAX);
+        assert_eq!(
+            leveldb_bloom_create_filter(
+                big.0,
+                null(),
+                null(),
+                0,
+                out.as_mut_ptr(),
+                out.len(),
+                &mut out_len
+            ),
+            OK,
+            "no keys: a 64-bit filter whatever the bits per key"
+        );
+    }
+}
+
+#[test]
+fn queries_that_cannot_be_answered_may_match() {
+    let p = Policy::new(10);
+    let filter = rust_filter(10, &[b"present"]);
+    let absent = b"certainly-absent-key-0";
+    // SAFETY: valid pointers with their lengths, or NULL where tested.
+    unsafe {
+        let query = |policy, key: *const u8, key_len, filter: *const u8, filter_len| {
+            leveldb_bloom_key_may_match(policy, key.cast(), key_len, filter, filter_len)
+        };
+        assert!(query(
+            p.0,
+            b"present".as_ptr(),
+            7,
+            filter.as_ptr(),
+            filter.len()
+        ));
+        let absent_answer = query(
+            p.0,
+            absent.as_ptr(),
+            absent.len(),
+            filter.as_ptr(),
+            filter.len(),
+        );
+        assert_eq!(absent_answer, leveldb_bloom::key_may_match(absent, &filter));
+        assert!(query(
+            null(),
+            absent.as_ptr(),
+            absent.len(),
+            filter.as_ptr(),
+            filter.len()
+        ));
+        assert!(query(p.0, null(), 3, filter.as_ptr(), filter.len()));
+        assert!(query(p.0, absent.as_ptr(), absent.len(), null(), 0));
+        assert!(query(
+            p.0,
+            absent.as_ptr(),
+            usize::MAX,
+            filter.as_ptr(),
+            filter.len()
+        ));
+        // An empty (non-NULL) filter is LevelDB's "matches nothing".
+        assert!(!query(
+            p.0,
+            absent.as_ptr(),
+            absent.len(),
+            filter.as_ptr(),
+            0
+        ));
+    }
+}
+
+#[test]
+fn callbacks_build_malloced_filters_and_never_an_empty_one() {
+    let p = leveldb_bloom_policy_create(10);
+    let state = p.cast::<c_void>();
+    let keys: [&[u8]; 2] = [b"hello", b"world"];
+    let (ptrs, lens) = key_arrays(&keys);
+    // SAFETY: valid arrays; every returned buffer is malloc'd and freed here.
+    unsafe {
+        let take = |filter: *mut c_char, len: usize| {
+            assert!(!filter.is_null());
+            let bytes = std::slice::from_raw_parts(filter.cast::<u8>(), len).to_vec();
+            libc::free(filter.cast());
+            bytes
+        };
+        let mut len = 0usize;
+        let f = leveldb_bloom_cb_create_filter(state, ptrs.as_ptr(), lens.as_ptr(), 2, &mut len);
+        let filter = take(f, len);
+        assert_eq!(filter, rust_filter(10, &keys));
+        assert_eq!(
+            leveldb_bloom_cb_key_may_match(
+                state,
+                b"hello".as_ptr().cast(),
+                5,
+                filter.as_ptr().cast(),
+                filter.len()
+            ),
+            1
+        );
+
+        let always = [0u8, 0u8];
+        let refused = [
+            leveldb_bloom_cb_create_filter(state, ptrs.as_ptr(), lens.as_ptr(), -1, &mut len),
+            leveldb_bloom_cb_create_filter(null_mut(), ptrs.as_ptr(), lens.as_ptr(), 2, &mut len),
+            leveldb_bloom_cb_create_filter(state, null(), lens.as_ptr(), 2, &mut len),
+        ];
+        for f in refused {
+            assert_eq!(take(f, len), always);
+        }
+        assert!(may_match_everything(&always));
+        assert!(
+            leveldb_bloom_cb_create_filter(state, ptrs.as_ptr(), lens.as_ptr(), 2, null_mut())
+                .is_null()
+        );
+        assert_eq!(
+            leveldb_bloom_cb_key_may_match(
+                null_mut(),
+                b"x".as_ptr().cast(),
+                1,
+                filter.as_ptr().cast(),
+                filter.len()
+            ),
+            1
+        );
+        assert_eq!(
+            leveldb_bloom_cb_key_may_match(state, b"x".as_ptr().cast(), 1, null(), 0),
+            1
+        );
+        leveldb_bloom_cb_destructor(state);
+        leveldb_bloom_cb_destructor(null_mut());
+    }
+}
+
+/// `k` = 0 runs no probe, so the filter matches any key (LevelDB's answer for every last
+/// byte is compared by cpp_tests/bloom_query_test.cc).
+fn may_match_everything(filter: &[u8]) -> bool {
+    (0..1000u32).all(|i| leveldb_bloom::key_may_match(&i.to_le_bytes(), filter))
+}
+
+#[test]
+fn filter_block_builder_misuse() {
+    let p = Policy::new(10);
+    // SAFETY: live policy and builder, valid out-pointers, or NULL where tested.
+    unsafe {
+        assert!(leveldb_bloom_filter_block_builder_create(null()).is_null());
+        let b = leveldb_bloom_filter_block_builder_create(p.0);
+        assert_eq!(leveldb_bloom_filter_block_builder_start_block(b, 0), OK);
+        assert_eq!(
+            leveldb_bloom_filter_block_builder_add_key(b, b"k".as_ptr().cast(), 1),
+            OK
+        );
+        assert_eq!(leveldb_bloom_filter_block_builder_add_key(b, null(), 0), OK);
+        assert_eq!(
+            leveldb_bloom_filter_block_builder_add_key(b, null(), 1),
+            LEVELDB_BLOOM_ERR_NULL_ARGUMENT as c_int
+        );
+        assert_eq!(leveldb_bloom_filter_block_builder_start_block(b, 6000), OK);
+        assert_eq!(
+            leveldb_bloom_filter_block_builder_start_block(b, 4095),
+            LEVELDB_BLOOM_ERR_OFFSET_BACKWARDS as c_int
+        );
+        assert_eq!(
+            leveldb_bloom_filter_block_builder_start_block(null_mut(), 0),
+            LEVELDB_BLOOM_ERR_NULL_ARGUMENT as c_int
+        );
+
+        let (mut block, mut block_len) = (null::<u8>(), 0usize);
+        assert_eq!(
+            leveldb_bloom_filter_block_builder_finish(b, null_mut(), &mut block_len),
+            LEVELDB_BLOOM_ERR_NULL_ARGUMENT as c_int
+        );
+        assert_eq!(
+            leveldb_bloom_filter_block_builder_finish(b, &mut block, &mut block_len),
+            OK
+        );
+        let first = std::slice::from_raw_parts(block, block_len).to_vec();
+        assert_eq!(
+            leveldb_bloom_filter_block_builder_finish(b, &mut block, &mut block_len),
+            OK
+        );
+        assert_eq!(std::slice::from_raw_parts(block, block_len), &first[..]);
+        assert_eq!(
+            leveldb_bloom_filter_block_builder_add_key(b, b"k".as_ptr().cast(), 1),
+            LEVELDB_BLOOM_ERR_ALREADY_FINISHED as c_int
+        );
+        assert_eq!(
+            leveldb_bloom_filter_block_builder_start_block(b, 10000),
+            LEVELDB_BLOOM_ERR_ALREADY_FINISHED as c_int
+        );
+
+        assert!(leveldb_bloom_filter_block_may_match(
+            p.0,
+            block,
+            block_len,
+            0,
+            b"k".as_ptr().cast(),
+            1
+        ));
+        assert!(leveldb_bloom_filter_block_may_match(
+            null(),
+            block,
+            block_len,
+            0,
+            b"zz".as_ptr().cast(),
+            2
+        ));
+        assert!(leveldb_bloom_filter_block_may_match(
+            p.0,
+            null(),
+            0,
+            0,
+            b"zz".as_ptr().cast(),
+            2
+        ));
+        assert!(leveldb_bloom_filter_block_may_match(
+            p.0,
+            block,
+            block_len,
+            0,
+            null(),
+            2
+        ));
+        // Window 1 (offsets 2048..4095) holds an empty filter: nothing matches there.
+        assert!(!leveldb_bloom_filter_block_may_match(
+            p.0,
+            block,
+            block_len,
+            2048,
+            b"k".as_ptr().cast(),
+            1
+        ));
+        leveldb_bloom_filter_block_builder_destroy(b);
+        leveldb_bloom_filter_block_builder_destroy(null_mut());
+    }
+}
+
+#[test]
+fn every_status_has_a_message() {
+    for code in -1..=10 {
+        let message = leveldb_bloom_status_message(code);
+        assert!(!message.is_null());
+    }
+    // SAFETY: static strings.
+    let (ok, unknown) = unsafe {
+        (
+            CStr::from_ptr(leveldb_bloom_status_message(OK)),
+            CStr::from_ptr(leveldb_bloom_status_message(42)),
+        )
+    };
+    assert_eq!((ok, unknown), (c"ok", c"unknown status"));
+}
