@@ -25,7 +25,6 @@
 #include "leveldb_bloom.h"
 
 #define NUM_KEYS 20000
-#define NUM_ABSENT 20000
 
 static int failures = 0;
 
@@ -48,8 +47,10 @@ static int check_err(const char *what, char **err) {
   return 1;
 }
 
-static size_t make_key(char *buf, size_t cap, const char *prefix, int i) {
-  return (size_t)snprintf(buf, cap, "%s%08d", prefix, i);
+/* Absent keys ("rust-00000042~") sort between present ones, so LevelDB asks
+   the table's filter about them instead of skipping the table by key range. */
+static size_t make_key(char *buf, size_t cap, const char *prefix, int i, int absent) {
+  return (size_t)snprintf(buf, cap, "%s%08d%s", prefix, i, absent ? "~" : "");
 }
 
 static size_t make_value(char *buf, size_t cap, const char *prefix, int i) {
@@ -76,7 +77,7 @@ static void write_keys(leveldb_t *db, const char *prefix, int n) {
   char key[64], value[64];
   int i;
   for (i = 0; i < n; i++) {
-    size_t klen = make_key(key, sizeof key, prefix, i);
+    size_t klen = make_key(key, sizeof key, prefix, i, 0);
     size_t vlen = make_value(value, sizeof value, prefix, i);
     leveldb_writebatch_put(batch, key, klen, value, vlen);
     if (i % 1000 == 999 || i == n - 1) {
@@ -90,7 +91,7 @@ static void write_keys(leveldb_t *db, const char *prefix, int n) {
   leveldb_compact_range(db, NULL, 0, NULL, 0);
 }
 
-/* Reads keys prefix0..prefix(n-1); present says whether they must exist. */
+/* Reads the n keys of prefix, or the n absent keys next to them. */
 static int read_keys(leveldb_t *db, const char *prefix, int n, int present) {
   leveldb_readoptions_t *ro = leveldb_readoptions_create();
   char key[64], value[64];
@@ -98,7 +99,7 @@ static int read_keys(leveldb_t *db, const char *prefix, int n, int present) {
   for (i = 0; i < n; i++) {
     char *err = NULL;
     size_t got_len = 0;
-    size_t klen = make_key(key, sizeof key, prefix, i);
+    size_t klen = make_key(key, sizeof key, prefix, i, !present);
     size_t vlen = make_value(value, sizeof value, prefix, i);
     char *got = leveldb_get(db, ro, key, klen, &got_len, &err);
     if (err != NULL) {
@@ -120,11 +121,13 @@ static int read_keys(leveldb_t *db, const char *prefix, int n, int present) {
 }
 
 static void read_all(leveldb_t *db, int written_by_leveldb, const char *phase) {
-  int bad = read_keys(db, "rust-", NUM_KEYS, 1);
-  if (written_by_leveldb) bad += read_keys(db, "leveldb-", NUM_KEYS, 1);
-  bad += read_keys(db, "absent-", NUM_ABSENT, 0);
-  printf("  %-44s %d present + %d absent keys read, %d wrong\n", phase,
-         NUM_KEYS * (written_by_leveldb ? 2 : 1), NUM_ABSENT, bad);
+  int sets = written_by_leveldb ? 2 : 1;
+  int bad = read_keys(db, "rust-", NUM_KEYS, 1) + read_keys(db, "rust-", NUM_KEYS, 0);
+  if (written_by_leveldb) {
+    bad += read_keys(db, "leveldb-", NUM_KEYS, 1) + read_keys(db, "leveldb-", NUM_KEYS, 0);
+  }
+  printf("  %-40s %5d present + %5d absent keys read, %d wrong\n", phase, NUM_KEYS * sets,
+         NUM_KEYS * sets, bad);
 }
 
 int main(void) {
