@@ -14,11 +14,36 @@
 #include <string>
 #include <vector>
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <leveldb/filter_policy.h>
+
+#include <memory>
+#include <typeinfo>
 
 #include "leveldb_bloom.h"
 
 namespace harness {
+
+// Where LevelDB is linked from, for expect_leveldb_is_the_oracle.
+enum class LevelDBLink { kSharedLibrary, kStaticArchive };
+
+// The oracle must be LevelDB's own Bloom policy: a definition of
+// leveldb::NewBloomFilterPolicy linked ahead of LevelDB (say, an interposer in
+// the Rust library) would replace it for C and C++ callers alike and make every
+// comparison Rust against Rust.
+inline void expect_leveldb_is_the_oracle(LevelDBLink link) {
+  std::unique_ptr<const leveldb::FilterPolicy> p(leveldb::NewBloomFilterPolicy(10));
+  EXPECT_STREQ(typeid(*p).name(), "N7leveldb12_GLOBAL__N_117BloomFilterPolicyE");
+  Dl_info info;
+  ASSERT_NE(dladdr(reinterpret_cast<void*>(&leveldb::NewBloomFilterPolicy), &info), 0);
+  ASSERT_NE(info.dli_fname, nullptr);
+  const std::string where = info.dli_fname;
+  EXPECT_EQ(where.find("leveldb_bloom"), std::string::npos) << where;
+  // Linked from the static archive, the definition is in the executable itself.
+  const bool in_shared_leveldb = where.find("libleveldb.so") != std::string::npos;
+  EXPECT_EQ(in_shared_leveldb, link == LevelDBLink::kSharedLibrary) << where;
+}
 
 // Parses an unsigned integer (decimal, or hex with 0x) from the environment
 // variable `name`; returns `dflt` if it is unset or empty. A malformed value
