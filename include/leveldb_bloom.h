@@ -106,6 +106,44 @@ typedef struct leveldb_bloom_filter_block_builder leveldb_bloom_filter_block_bui
  */
 typedef struct leveldb_bloom_policy leveldb_bloom_policy;
 
+/**
+ * A byte string as C passes it in arrays: layout-compatible with `leveldb::Slice`
+ * (a pointer, then a length), so a C++ caller can hand LevelDB's key array over as it is.
+ */
+typedef struct {
+  /**
+   * The first byte; may be NULL when `len` is 0.
+   */
+  const char *data;
+  /**
+   * The number of bytes.
+   */
+  size_t len;
+} leveldb_bloom_slice;
+
+/**
+ * Filter statistics, as returned by `leveldb_bloom_policy_stats` and
+ * `leveldb_bloom_global_stats`.
+ */
+typedef struct {
+  /**
+   * Filters created (each create call or callback, however many keys).
+   */
+  uint64_t filters_built;
+  /**
+   * Keys added to those filters (duplicates count).
+   */
+  uint64_t keys_added;
+  /**
+   * Queries answered (single key, callback, or filter block).
+   */
+  uint64_t queries;
+  /**
+   * Queries answered "no match": the table reads a database avoided.
+   */
+  uint64_t no_match;
+} leveldb_bloom_stats;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -175,6 +213,22 @@ int leveldb_bloom_create_filter(const leveldb_bloom_policy *policy,
                                 size_t *out_len);
 
 /**
+ * Like `leveldb_bloom_create_filter`, with the keys given as `num_keys` slices (pointer and
+ * length pairs, laid out as `leveldb::Slice`). `keys` may be NULL when `num_keys` is 0.
+ * Same results and errors.
+ *
+ * # Safety
+ * As for `leveldb_bloom_create_filter`; each non-NULL `keys[i].data` points to
+ * `keys[i].len` readable bytes.
+ */
+int leveldb_bloom_create_filter_slices(const leveldb_bloom_policy *policy,
+                                       const leveldb_bloom_slice *keys,
+                                       size_t num_keys,
+                                       uint8_t *out,
+                                       size_t out_cap,
+                                       size_t *out_len);
+
+/**
  * Whether `key` may be in `filter` (a filter built by this library or by LevelDB with any
  * bits per key), answered exactly as LevelDB answers, malformed filters included.
  *
@@ -190,6 +244,46 @@ bool leveldb_bloom_key_may_match(const leveldb_bloom_policy *policy,
                                  size_t key_len,
                                  const uint8_t *filter,
                                  size_t filter_len);
+
+/**
+ * Stores in `*stats` what `policy` has counted since its creation or its last reset
+ * (filter block builders made from it count into it too). Counting is thread-safe and
+ * costs no shared cache line between threads; a read while other threads work sees each
+ * counter at some moment during the call.
+ *
+ * Errors: `NULL_ARGUMENT` (policy or stats); `PANIC`.
+ *
+ * # Safety
+ * `policy` is NULL or a live policy; `stats` is NULL or writable.
+ */
+int leveldb_bloom_policy_stats(const leveldb_bloom_policy *policy, leveldb_bloom_stats *stats);
+
+/**
+ * Restarts `policy`'s counts from zero. The process-wide counts are not affected.
+ *
+ * Errors: `NULL_ARGUMENT`; `PANIC`.
+ *
+ * # Safety
+ * `policy` is NULL or a live policy.
+ */
+int leveldb_bloom_policy_stats_reset(const leveldb_bloom_policy *policy);
+
+/**
+ * Stores in `*stats` what every policy of this library in the process has counted since
+ * start or the last `leveldb_bloom_global_stats_reset`, destroyed policies and the
+ * drop-in library's included.
+ *
+ * Errors: `NULL_ARGUMENT`; `PANIC`.
+ *
+ * # Safety
+ * `stats` is NULL or writable.
+ */
+int leveldb_bloom_global_stats(leveldb_bloom_stats *stats);
+
+/**
+ * Restarts the process-wide counts from zero. Per-policy counts are not affected.
+ */
+void leveldb_bloom_global_stats_reset(void);
 
 /**
  * A static description of a status code (never NULL, never to be freed); an unknown code
@@ -254,7 +348,8 @@ const char *leveldb_bloom_cb_name(void *state);
 
 /**
  * Creates a filter block builder whose filters `policy` builds. The builder keeps its own
- * copy of the policy's settings, so the policy may be destroyed first.
+ * copy of the policy's settings and counters, so the policy may be destroyed first; the
+ * filters it builds count in the policy's statistics.
  *
  * Returns NULL if `policy` is NULL or memory runs out. Release the builder with
  * `leveldb_bloom_filter_block_builder_destroy`.

@@ -21,7 +21,9 @@ pub mod error;
 pub mod ffi;
 pub mod filter_block;
 pub mod hash;
+pub mod stats;
 
 pub use bloom::{BloomPolicy, key_may_match};
 pub use error::Error;
 pub use filter_block::{FilterBlockBuilder, FilterBlockReader};
+pub use stats::{Stats, StatsSnapshot};

@@ -98,26 +98,78 @@ fn check_extent<T>(ptr: *const T, len: usize) -> FfiResult<()> {
     }
 }
 
-/// The keys of a C key array: `num_keys` pointers and as many lengths.
-pub(crate) struct KeyArray<'a> {
-    keys: &'a [*const libc::c_char],
-    lens: &'a [usize],
+/// A byte string as C passes it in arrays: layout-compatible with `leveldb::Slice`
+/// (a pointer, then a length), so a C++ caller can hand LevelDB's key array over as it is.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct leveldb_bloom_slice {
+    /// The first byte; may be NULL when `len` is 0.
+    pub data: *const libc::c_char,
+    /// The number of bytes.
+    pub len: usize,
+}
+
+/// The keys of a C key array, in either layout the API takes, checked once so that
+/// iterating cannot fail.
+#[derive(Clone, Copy)]
+pub(crate) enum KeyArray<'a> {
+    /// `num_keys` pointers and as many lengths.
+    Split {
+        keys: &'a [*const libc::c_char],
+        lens: &'a [usize],
+    },
+    /// `num_keys` (pointer, length) pairs.
+    Slices(&'a [leveldb_bloom_slice]),
 }
 
 impl<'a> KeyArray<'a> {
-    /// Checks every pointer and length once, so that iterating cannot fail.
-    ///
     /// # Safety
     /// Non-NULL `keys` and `key_lens` point to `num_keys` elements each, and each non-NULL
     /// key points to `key_lens[i]` bytes; none of it changes for `'a`.
-    pub(crate) unsafe fn new(
+    pub(crate) unsafe fn split(
         keys: *const *const libc::c_char,
         key_lens: *const usize,
         num_keys: usize,
     ) -> FfiResult<Self> {
         // SAFETY: forwarded from this function's contract.
         let (keys, lens) = unsafe { (try_slice(keys, num_keys)?, try_slice(key_lens, num_keys)?) };
-        for (&key, &len) in keys.iter().zip(lens) {
+        let array = KeyArray::Split { keys, lens };
+        array.check()?;
+        Ok(array)
+    }
+
+    /// # Safety
+    /// A non-NULL `slices` points to `num_keys` slices, each non-NULL `data` to `len`
+    /// bytes; none of it changes for `'a`.
+    pub(crate) unsafe fn slices(
+        slices: *const leveldb_bloom_slice,
+        num_keys: usize,
+    ) -> FfiResult<Self> {
+        // SAFETY: forwarded from this function's contract.
+        let array = KeyArray::Slices(unsafe { try_slice(slices, num_keys)? });
+        array.check()?;
+        Ok(array)
+    }
+
+    pub(crate) fn len(self) -> usize {
+        match self {
+            KeyArray::Split { keys, .. } => keys.len(),
+            KeyArray::Slices(slices) => slices.len(),
+        }
+    }
+
+    fn raw(self, i: usize) -> (*const libc::c_char, usize) {
+        match self {
+            KeyArray::Split { keys, lens } => (keys[i], lens[i]),
+            KeyArray::Slices(slices) => (slices[i].data, slices[i].len),
+        }
+    }
+
+    /// Refuses a NULL key with a length, a misaligned array, or an impossible length.
+    fn check(self) -> FfiResult<()> {
+        for i in 0..self.len() {
+            let (key, len) = self.raw(i);
             if key.is_null() {
                 if len != 0 {
                     return Err(LEVELDB_BLOOM_ERR_NULL_ARGUMENT);
@@ -126,13 +178,14 @@ impl<'a> KeyArray<'a> {
                 check_extent(key, len)?;
             }
         }
-        Ok(KeyArray { keys, lens })
+        Ok(())
     }
 
-    pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = &'a [u8]> + 'a {
-        self.keys.iter().zip(self.lens).map(|(&key, &len)| {
-            // SAFETY: `new` checked NULL (only with length 0), alignment and extent; the
-            // caller of `new` guaranteed the bytes.
+    pub(crate) fn iter(self) -> impl ExactSizeIterator<Item = &'a [u8]> {
+        (0..self.len()).map(move |i| {
+            let (key, len) = self.raw(i);
+            // SAFETY: `check` refused NULL with a length, misalignment and impossible
+            // extents; the constructor's caller guaranteed the bytes.
             unsafe { try_slice(key.cast::<u8>(), len) }.unwrap_or_default()
         })
     }

@@ -66,7 +66,7 @@ unsafe fn malloc_filter(
 ) -> FfiResult<(*mut u8, usize)> {
     let num_keys = usize::try_from(num_keys).map_err(|_| LEVELDB_BLOOM_ERR_INVALID_ARGUMENT)?;
     // SAFETY: forwarded from this function's contract.
-    let (policy, keys) = unsafe { (try_ref(policy)?, KeyArray::new(keys, key_lens, num_keys)?) };
+    let (policy, keys) = unsafe { (try_ref(policy)?, KeyArray::split(keys, key_lens, num_keys)?) };
     let len = policy.bloom.filter_len(num_keys)?;
     // calloc: the bytes must be initialised before they become a slice.
     // SAFETY: calloc has no preconditions; a NULL result is handled.
@@ -76,7 +76,7 @@ unsafe fn malloc_filter(
     }
     // SAFETY: `buffer` holds `len` zeroed bytes that only this function knows of.
     let filter = unsafe { std::slice::from_raw_parts_mut(buffer, len) };
-    match policy.bloom.create_filter_into(keys.iter(), filter) {
+    match policy.create_filter_into(keys, filter) {
         Ok(len) => Ok((buffer, len)),
         Err(error) => {
             // SAFETY: `buffer` came from calloc above and is not used again.
@@ -122,7 +122,7 @@ pub unsafe extern "C" fn leveldb_bloom_cb_key_may_match(
                 try_filter(filter.cast(), filter_length)?,
             )
         };
-        Ok(policy.bloom.key_may_match(key, filter))
+        Ok(policy.key_may_match(key, filter))
     });
     u8::from(answer)
 }

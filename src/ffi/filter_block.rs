@@ -2,19 +2,41 @@
 
 use std::ffi::{c_char, c_int};
 
-use super::boundary::{guard, guard_query, guard_status, try_mut, try_ref, try_slice};
+use std::sync::Arc;
+
+use super::boundary::{FfiResult, guard, guard_query, guard_status, try_mut, try_ref, try_slice};
 use super::policy::{leveldb_bloom_policy, try_filter};
+use crate::error::Error;
 use crate::filter_block::{FilterBlockBuilder, FilterBlockReader};
+use crate::stats::Stats;
 
 /// Builds the filter block of one LevelDB table. Not thread-safe: use one builder from one
 /// thread at a time (different builders may run on different threads).
 #[allow(non_camel_case_types)]
 pub struct leveldb_bloom_filter_block_builder {
     builder: FilterBlockBuilder,
+    /// The policy's counters: the filters built here count as the policy's.
+    stats: Arc<Stats>,
+}
+
+impl leveldb_bloom_filter_block_builder {
+    /// Runs a builder step that may generate filters, and counts the one holding keys.
+    fn counting_filters<T>(
+        &mut self,
+        step: impl FnOnce(&mut FilterBlockBuilder) -> Result<T, Error>,
+    ) -> FfiResult<T> {
+        let pending = self.builder.pending_keys();
+        let result = step(&mut self.builder)?;
+        if pending > 0 && self.builder.pending_keys() == 0 {
+            self.stats.record_filter(pending);
+        }
+        Ok(result)
+    }
 }
 
 /// Creates a filter block builder whose filters `policy` builds. The builder keeps its own
-/// copy of the policy's settings, so the policy may be destroyed first.
+/// copy of the policy's settings and counters, so the policy may be destroyed first; the
+/// filters it builds count in the policy's statistics.
 ///
 /// Returns NULL if `policy` is NULL or memory runs out. Release the builder with
 /// `leveldb_bloom_filter_block_builder_destroy`.
@@ -30,6 +52,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_create(
         match unsafe { try_ref(policy) } {
             Ok(policy) => Box::into_raw(Box::new(leveldb_bloom_filter_block_builder {
                 builder: FilterBlockBuilder::new(policy.bloom),
+                stats: Arc::clone(&policy.stats),
             })),
             Err(_) => std::ptr::null_mut(),
         }
@@ -53,7 +76,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_start_block(
     guard_status(|| {
         // SAFETY: the caller guarantees NULL or a live, unshared builder.
         let builder = unsafe { try_mut(builder) }?;
-        Ok(builder.builder.start_block(block_offset)?)
+        builder.counting_filters(|b| b.start_block(block_offset))
     })
 }
 
@@ -99,9 +122,9 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_finish(
         // SAFETY: the caller guarantees each pointer is NULL or valid as documented.
         let (builder, block, block_len) =
             unsafe { (try_mut(builder)?, try_mut(block)?, try_mut(block_len)?) };
-        let bytes = builder.builder.finish()?;
-        *block = bytes.as_ptr();
-        *block_len = bytes.len();
+        let (ptr, len) = builder.counting_filters(|b| b.finish().map(|f| (f.as_ptr(), f.len())))?;
+        *block = ptr;
+        *block_len = len;
         Ok(())
     })
 }

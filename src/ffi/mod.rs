@@ -16,6 +16,7 @@ mod filter_block;
 
 mod boundary;
 
+pub use boundary::leveldb_bloom_slice;
 pub use callbacks::*;
 pub use filter_block::*;
 pub use policy::*;

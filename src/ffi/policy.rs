@@ -2,10 +2,14 @@
 
 use std::ffi::{CStr, c_char, c_int};
 
+use std::sync::Arc;
+
 use super::boundary::{FfiResult, KeyArray, guard, guard_query, guard_status, try_ref, try_slice};
-use super::boundary::{try_mut, try_zeroed_bytes_mut};
+use super::boundary::{leveldb_bloom_slice, try_mut, try_zeroed_bytes_mut};
 use super::status::leveldb_bloom_status::{self, *};
 use crate::bloom::BloomPolicy;
+use crate::error::Error;
+use crate::stats::{Stats, StatsSnapshot};
 
 /// LevelDB's built-in Bloom filter policy (`leveldb.BuiltinBloomFilter2`) for one
 /// bits-per-key setting. Immutable after creation: one policy may be used from any number
@@ -13,6 +17,28 @@ use crate::bloom::BloomPolicy;
 #[allow(non_camel_case_types)]
 pub struct leveldb_bloom_policy {
     pub(crate) bloom: BloomPolicy,
+    /// Shared with the filter block builders made from this policy.
+    pub(crate) stats: Arc<Stats>,
+}
+
+impl leveldb_bloom_policy {
+    /// Builds the filter for `keys` into the start of `out`, counting it.
+    pub(crate) fn create_filter_into(
+        &self,
+        keys: KeyArray,
+        out: &mut [u8],
+    ) -> Result<usize, Error> {
+        let len = self.bloom.create_filter_into(keys.iter(), out)?;
+        self.stats.record_filter(keys.len());
+        Ok(len)
+    }
+
+    /// Answers a query, counting it.
+    pub(crate) fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
+        let may_match = self.bloom.key_may_match(key, filter);
+        self.stats.record_query(may_match);
+        may_match
+    }
 }
 
 /// The policy name as a C string; equal to `bloom::NAME` (tested).
@@ -29,7 +55,10 @@ pub(crate) const POLICY_NAME: &CStr = c"leveldb.BuiltinBloomFilter2";
 pub extern "C" fn leveldb_bloom_policy_create(bits_per_key: c_int) -> *mut leveldb_bloom_policy {
     guard(std::ptr::null_mut(), || {
         match BloomPolicy::new(bits_per_key) {
-            Ok(bloom) => Box::into_raw(Box::new(leveldb_bloom_policy { bloom })),
+            Ok(bloom) => Box::into_raw(Box::new(leveldb_bloom_policy {
+                bloom,
+                stats: Arc::new(Stats::new()),
+            })),
             Err(_) => std::ptr::null_mut(),
         }
     })
@@ -112,17 +141,59 @@ pub unsafe extern "C" fn leveldb_bloom_create_filter(
         *out_len = 0;
         // SAFETY: the caller's guarantees for `policy`, `keys` and `key_lens`.
         let (policy, keys) =
-            unsafe { (try_ref(policy)?, KeyArray::new(keys, key_lens, num_keys)?) };
-        let needed = policy.bloom.filter_len(num_keys)?;
-        if out_cap < needed {
-            *out_len = needed;
-            return Err(LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL);
-        }
-        // SAFETY: the caller guarantees `out_cap >= needed` writable bytes at non-NULL `out`.
-        let out = unsafe { try_zeroed_bytes_mut(out, needed) }?;
-        *out_len = policy.bloom.create_filter_into(keys.iter(), out)?;
-        Ok(())
+            unsafe { (try_ref(policy)?, KeyArray::split(keys, key_lens, num_keys)?) };
+        // SAFETY: the caller guarantees `out_cap` writable bytes at a non-NULL `out`.
+        unsafe { create_filter(policy, keys, out, out_cap, out_len) }
     })
+}
+
+/// Like `leveldb_bloom_create_filter`, with the keys given as `num_keys` slices (pointer and
+/// length pairs, laid out as `leveldb::Slice`). `keys` may be NULL when `num_keys` is 0.
+/// Same results and errors.
+///
+/// # Safety
+/// As for `leveldb_bloom_create_filter`; each non-NULL `keys[i].data` points to
+/// `keys[i].len` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_bloom_create_filter_slices(
+    policy: *const leveldb_bloom_policy,
+    keys: *const leveldb_bloom_slice,
+    num_keys: usize,
+    out: *mut u8,
+    out_cap: usize,
+    out_len: *mut usize,
+) -> c_int {
+    guard_status(|| {
+        // SAFETY: the caller guarantees `out_len` is NULL or writable.
+        let out_len = unsafe { try_mut(out_len) }?;
+        *out_len = 0;
+        // SAFETY: the caller's guarantees for `policy` and `keys`.
+        let (policy, keys) = unsafe { (try_ref(policy)?, KeyArray::slices(keys, num_keys)?) };
+        // SAFETY: the caller guarantees `out_cap` writable bytes at a non-NULL `out`.
+        unsafe { create_filter(policy, keys, out, out_cap, out_len) }
+    })
+}
+
+/// The shared end of the two create calls: size check, then build into `out`.
+///
+/// # Safety
+/// A non-NULL `out` points to `out_cap` writable bytes.
+unsafe fn create_filter(
+    policy: &leveldb_bloom_policy,
+    keys: KeyArray,
+    out: *mut u8,
+    out_cap: usize,
+    out_len: &mut usize,
+) -> FfiResult<()> {
+    let needed = policy.bloom.filter_len(keys.len())?;
+    if out_cap < needed {
+        *out_len = needed;
+        return Err(LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL);
+    }
+    // SAFETY: `out_cap >= needed` writable bytes at a non-NULL `out`, by the contract.
+    let out = unsafe { try_zeroed_bytes_mut(out, needed) }?;
+    *out_len = policy.create_filter_into(keys, out)?;
+    Ok(())
 }
 
 /// Whether `key` may be in `filter` (a filter built by this library or by LevelDB with any
@@ -151,7 +222,7 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match(
                 try_filter(filter, filter_len)?,
             )
         };
-        Ok(policy.bloom.key_may_match(key, filter))
+        Ok(policy.key_may_match(key, filter))
     })
 }
 
@@ -165,6 +236,95 @@ pub(crate) unsafe fn try_filter<'a>(filter: *const u8, len: usize) -> FfiResult<
     }
     // SAFETY: forwarded from this function's contract.
     unsafe { try_slice(filter, len) }
+}
+
+/// Filter statistics, as returned by `leveldb_bloom_policy_stats` and
+/// `leveldb_bloom_global_stats`.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct leveldb_bloom_stats {
+    /// Filters created (each create call or callback, however many keys).
+    pub filters_built: u64,
+    /// Keys added to those filters (duplicates count).
+    pub keys_added: u64,
+    /// Queries answered (single key, callback, or filter block).
+    pub queries: u64,
+    /// Queries answered "no match": the table reads a database avoided.
+    pub no_match: u64,
+}
+
+impl From<StatsSnapshot> for leveldb_bloom_stats {
+    fn from(s: StatsSnapshot) -> Self {
+        leveldb_bloom_stats {
+            filters_built: s.filters_built,
+            keys_added: s.keys_added,
+            queries: s.queries,
+            no_match: s.no_match,
+        }
+    }
+}
+
+/// Stores in `*stats` what `policy` has counted since its creation or its last reset
+/// (filter block builders made from it count into it too). Counting is thread-safe and
+/// costs no shared cache line between threads; a read while other threads work sees each
+/// counter at some moment during the call.
+///
+/// Errors: `NULL_ARGUMENT` (policy or stats); `PANIC`.
+///
+/// # Safety
+/// `policy` is NULL or a live policy; `stats` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_bloom_policy_stats(
+    policy: *const leveldb_bloom_policy,
+    stats: *mut leveldb_bloom_stats,
+) -> c_int {
+    guard_status(|| {
+        // SAFETY: the caller guarantees NULL or valid pointers.
+        let (policy, stats) = unsafe { (try_ref(policy)?, try_mut(stats)?) };
+        *stats = policy.stats.snapshot().into();
+        Ok(())
+    })
+}
+
+/// Restarts `policy`'s counts from zero. The process-wide counts are not affected.
+///
+/// Errors: `NULL_ARGUMENT`; `PANIC`.
+///
+/// # Safety
+/// `policy` is NULL or a live policy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_bloom_policy_stats_reset(
+    policy: *const leveldb_bloom_policy,
+) -> c_int {
+    guard_status(|| {
+        // SAFETY: the caller guarantees NULL or a live policy.
+        unsafe { try_ref(policy) }?.stats.reset();
+        Ok(())
+    })
+}
+
+/// Stores in `*stats` what every policy of this library in the process has counted since
+/// start or the last `leveldb_bloom_global_stats_reset`, destroyed policies and the
+/// drop-in library's included.
+///
+/// Errors: `NULL_ARGUMENT`; `PANIC`.
+///
+/// # Safety
+/// `stats` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_bloom_global_stats(stats: *mut leveldb_bloom_stats) -> c_int {
+    guard_status(|| {
+        // SAFETY: the caller guarantees NULL or a writable struct.
+        *unsafe { try_mut(stats) }? = crate::stats::global_snapshot().into();
+        Ok(())
+    })
+}
+
+/// Restarts the process-wide counts from zero. Per-policy counts are not affected.
+#[unsafe(no_mangle)]
+pub extern "C" fn leveldb_bloom_global_stats_reset() {
+    guard((), crate::stats::global_reset)
 }
 
 /// A static description of a status code (never NULL, never to be freed); an unknown code

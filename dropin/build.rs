@@ -1,0 +1,15 @@
+//! Compiles the C++ shim against LevelDB's installed headers (`leveldb/filter_policy.h`).
+
+fn main() {
+    println!("cargo:rerun-if-changed=src/shim.cc");
+    println!("cargo:rerun-if-changed=../include/leveldb_bloom.h");
+    cc::Build::new()
+        .cpp(true)
+        .std("c++17")
+        .file("src/shim.cc")
+        .include("../include")
+        .warnings(true)
+        .extra_warnings(true)
+        .warnings_into_errors(true)
+        .compile("leveldb_bloom_dropin_shim");
+}
