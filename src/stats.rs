@@ -1,18 +1,31 @@
 //! Filter statistics: per-policy counters and process-wide totals.
 //!
 //! Counting sits on the query path, so it must cost next to nothing even when every thread
-//! queries the same policy. Each live thread owns one cache-line-sized shard of every
-//! [`Stats`] and bumps it with a plain load and store (no locked instruction, no line shared
-//! between threads); reading sums the shards. Threads beyond [`OWNED_SHARDS`] share one
-//! shard updated with atomic adds. A reset records a baseline instead of zeroing, so it
-//! cannot race with the owners' stores.
+//! queries the same policy. Every [`Stats`] has 64 shards of two cache lines each. A thread
+//! claims a shard (one of two picked by hashing its thread pointer) and then bumps it with a
+//! plain load and store: no locked instruction, no line shared between threads, no
+//! thread-local lookup (which in a shared library is a call to `__tls_get_addr`). A thread
+//! whose two shards are taken by others counts in a shared shard with atomic adds. Reading
+//! sums the shards; a reset records a baseline instead of zeroing, so it cannot race with
+//! the owners' stores.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-/// How many threads at once get a shard of their own.
-pub const OWNED_SHARDS: usize = 32;
-const SHARED_SHARD: usize = OWNED_SHARDS;
+/// Shards a thread can own: a power of two, so that masking an index proves it in bounds.
+const SHARDS: usize = 64;
+/// Words per shard, padded to 128 bytes: adjacent-line prefetch must not pair shards.
+const STRIDE: usize = 16;
+/// The shard after the owned ones, shared with atomic adds by threads that own none.
+const SHARED: usize = SHARDS;
+
+// A word's place inside a shard: the owner's thread id, then the counters. A query bumps
+// exactly one of the two answer counters, so counting it is a single add.
+const OWNER: usize = 0;
+const FILTERS_BUILT: usize = 1;
+const KEYS_ADDED: usize = 2;
+const NO_MATCH: usize = 3;
+const MAY_MATCH: usize = 4;
 
 /// Counter values at one moment.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -47,16 +60,9 @@ impl StatsSnapshot {
     }
 }
 
-/// The raw counts of one thread's shard. A query bumps exactly one of `matches` and
-/// `no_match`, so counting it is a single store.
-#[derive(Default)]
-#[repr(align(128))] // two cache lines: adjacent-line prefetch must not pair shards
-struct Shard {
-    filters_built: AtomicU64,
-    keys_added: AtomicU64,
-    /// Indexed by the answer: `[no_match, may_match]`.
-    answers: [AtomicU64; 2],
-}
+/// Every shard's words, back to back, `STRIDE` apart.
+#[repr(align(128))]
+struct Shards([AtomicU64; (SHARDS + 1) * STRIDE]);
 
 /// The counters of one policy. Every `Stats` also counts into the process-wide totals
 /// ([`global_snapshot`]), including after it is dropped.
@@ -65,7 +71,7 @@ pub struct Stats {
 }
 
 struct Counts {
-    shards: [Shard; OWNED_SHARDS + 1],
+    shards: Box<Shards>,
     baseline: Mutex<StatsSnapshot>,
 }
 
@@ -73,7 +79,7 @@ impl Stats {
     /// New counters at zero, registered in the process-wide totals.
     pub fn new() -> Self {
         let counts = Arc::new(Counts {
-            shards: std::array::from_fn(|_| Shard::default()),
+            shards: Box::new(Shards(std::array::from_fn(|_| AtomicU64::new(0)))),
             baseline: Mutex::new(StatsSnapshot::default()),
         });
         registry().live.push(Arc::clone(&counts));
@@ -82,14 +88,15 @@ impl Stats {
 
     /// Counts a filter built over `keys` keys.
     pub fn record_filter(&self, keys: usize) {
-        self.counts.add(|s| &s.filters_built, 1);
-        self.counts.add(|s| &s.keys_added, keys as u64);
+        self.counts.add(FILTERS_BUILT, 1);
+        self.counts.add(KEYS_ADDED, keys as u64);
     }
 
     /// Counts a query and its answer.
     #[inline]
     pub fn record_query(&self, may_match: bool) {
-        self.counts.add(|s| &s.answers[usize::from(may_match)], 1);
+        self.counts
+            .add(if may_match { MAY_MATCH } else { NO_MATCH }, 1);
     }
 
     /// The counts since creation or the last [`reset`](Self::reset).
@@ -126,27 +133,53 @@ impl std::fmt::Debug for Stats {
 
 impl Counts {
     #[inline]
-    fn add(&self, counter: impl Fn(&Shard) -> &AtomicU64, n: u64) {
-        let slot = THREAD_SHARD.try_with(|s| s.0).unwrap_or(SHARED_SHARD);
-        let counter = counter(&self.shards[slot]);
-        if slot == SHARED_SHARD {
-            counter.fetch_add(n, Relaxed);
-        } else {
+    fn add(&self, counter: usize, n: u64) {
+        let thread = thread_id();
+        let shard = &self.shards.0[preferred_shard(thread) * STRIDE..][..STRIDE];
+        if shard[OWNER].load(Relaxed) == thread {
             // This thread is the shard's only writer, so load-then-store loses nothing.
-            counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);
+            shard[counter].store(shard[counter].load(Relaxed).wrapping_add(n), Relaxed);
+        } else {
+            self.add_elsewhere(thread, counter, n);
         }
     }
 
+    /// Counts for a thread that does not own its preferred shard: in its second-choice
+    /// shard if it owns that, else it claims one of the two if free (for next time) and
+    /// counts this time with an atomic add in the shared shard.
+    #[cold]
+    fn add_elsewhere(&self, thread: u64, counter: usize, n: u64) {
+        let word = |shard: usize, word: usize| &self.shards.0[shard * STRIDE + word];
+        let second = second_shard(thread);
+        if word(second, OWNER).load(Relaxed) == thread {
+            let cell = word(second, counter);
+            cell.store(cell.load(Relaxed).wrapping_add(n), Relaxed);
+            return;
+        }
+        for shard in [preferred_shard(thread), second] {
+            if word(shard, OWNER)
+                .compare_exchange(0, thread, Relaxed, Relaxed)
+                .is_ok()
+            {
+                break;
+            }
+        }
+        word(SHARED, counter).fetch_add(n, Relaxed);
+    }
+
     fn total(&self) -> StatsSnapshot {
-        self.shards.iter().fold(StatsSnapshot::default(), |sum, s| {
-            let no_match = s.answers[0].load(Relaxed);
-            sum.plus(StatsSnapshot {
-                filters_built: s.filters_built.load(Relaxed),
-                keys_added: s.keys_added.load(Relaxed),
-                queries: no_match.wrapping_add(s.answers[1].load(Relaxed)),
-                no_match,
+        let sum = |counter: usize| {
+            (0..=SHARED).fold(0u64, |sum, shard| {
+                sum.wrapping_add(self.shards.0[shard * STRIDE + counter].load(Relaxed))
             })
-        })
+        };
+        let no_match = sum(NO_MATCH);
+        StatsSnapshot {
+            filters_built: sum(FILTERS_BUILT),
+            keys_added: sum(KEYS_ADDED),
+            queries: no_match.wrapping_add(sum(MAY_MATCH)),
+            no_match,
+        }
     }
 }
 
@@ -198,38 +231,58 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A thread's shard index, owned while the thread lives and then handed to the next.
-struct ThreadShard(usize);
-
-thread_local! {
-    static THREAD_SHARD: ThreadShard = ThreadShard::acquire();
+/// The shard a thread tries first. Thread pointers of live threads are at least a stack
+/// apart, and stacks span an odd number of pages (a guard page), so the page number keeps
+/// consecutive threads apart.
+#[inline]
+fn preferred_shard(thread: u64) -> usize {
+    (thread >> 12) as usize % SHARDS
 }
 
-/// Free shard indexes; the mutex also orders a finished owner's stores before the next
-/// owner's loads.
-static FREE_SHARDS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-static NEXT_SHARD: Mutex<usize> = Mutex::new(0);
+/// The shard a thread tries when its preferred one belongs to another thread.
+fn second_shard(thread: u64) -> usize {
+    ((thread >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize % SHARDS
+}
 
-impl ThreadShard {
-    fn acquire() -> Self {
-        if let Some(free) = lock(&FREE_SHARDS).pop() {
-            return ThreadShard(free);
+/// A non-zero number unique to each live thread: its thread pointer, where the platform ABI
+/// defines one, read in one instruction.
+///
+/// A thread pointer is reused only after its thread has exited, and the new thread was
+/// created after that exit (a happens-before edge), so the new thread may continue the old
+/// one's plain stores. The same holds for the thread-local fallback's address.
+#[inline]
+fn thread_id() -> u64 {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        let tp: u64;
+        // SAFETY: on x86-64 Linux the thread control block's first word holds its own
+        // address (the TLS ABI's `tcb` self-pointer), readable through %fs at offset 0 by
+        // every thread; the load has no side effect.
+        unsafe {
+            std::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp,
+                options(nostack, readonly, preserves_flags, pure));
         }
-        let mut next = lock(&NEXT_SHARD);
-        if *next < OWNED_SHARDS {
-            *next += 1;
-            ThreadShard(*next - 1)
-        } else {
-            ThreadShard(SHARED_SHARD)
-        }
+        tp
     }
-}
-
-impl Drop for ThreadShard {
-    fn drop(&mut self) {
-        if self.0 != SHARED_SHARD {
-            lock(&FREE_SHARDS).push(self.0);
+    #[cfg(all(target_arch = "aarch64", target_os = "linux"))]
+    {
+        let tp: u64;
+        // SAFETY: reading TPIDR_EL0, the thread pointer register, has no side effect.
+        unsafe {
+            std::arch::asm!("mrs {}, tpidr_el0", out(reg) tp,
+                options(nostack, nomem, preserves_flags, pure));
         }
+        tp
+    }
+    #[cfg(not(all(
+        any(target_arch = "x86_64", target_arch = "aarch64"),
+        target_os = "linux"
+    )))]
+    {
+        thread_local! {
+            static ID: u8 = const { 0 };
+        }
+        ID.with(|id| id as *const u8 as u64)
     }
 }
 
@@ -260,7 +313,7 @@ mod tests {
     #[test]
     fn many_threads_lose_no_count() {
         let stats = Stats::new();
-        let threads = OWNED_SHARDS + 8; // some share the atomic shard
+        let threads = SHARDS + 8; // some share the atomic shard
         std::thread::scope(|scope| {
             for t in 0..threads {
                 let stats = &stats;
