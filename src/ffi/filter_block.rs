@@ -167,13 +167,15 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match(
 ) -> bool {
     guard_query(|| {
         // SAFETY: the caller guarantees the policy and the byte extents.
-        let (_policy, block, key) = unsafe {
+        let (policy, block, key) = unsafe {
             (
                 try_ref(policy)?,
                 try_filter(block, block_len)?,
                 try_slice(key.cast::<u8>(), key_len)?,
             )
         };
-        Ok(FilterBlockReader::new(block).key_may_match(block_offset, key))
+        let may_match = FilterBlockReader::new(block).key_may_match(block_offset, key);
+        policy.stats.record_query(may_match);
+        Ok(may_match)
     })
 }
