@@ -12,4 +12,9 @@ fn main() {
         .extra_warnings(true)
         .warnings_into_errors(true)
         .compile("leveldb_bloom_dropin_shim");
+    // The shim's class derives from leveldb::FilterPolicy (its type info and destructor live
+    // in libleveldb): the shared drop-in must name libleveldb as a dependency, or preloading
+    // it into a process without LevelDB fails. `-z defs` turns any such gap into a link error.
+    println!("cargo:rustc-link-lib=dylib=leveldb");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-z,defs");
 }

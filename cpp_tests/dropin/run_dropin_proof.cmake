@@ -1,0 +1,232 @@
+# Proves that an unmodified LevelDB program gets leveldb-bloom's policy from the drop-in,
+# and that nothing it writes or reads changes. Run with cmake -P:
+#
+#   cmake -DPROGRAM=name -DSTOCK=exe -DSHARED=exe -DSTATIC=exe -DDROPIN_SO=path
+#         -DWORK_DIR=dir [-DSTATIC_NO_U=exe -DSTATIC_NO_U_SERVED_BY=stock|dropin]
+#         -P run_dropin_proof.cmake
+#
+# STOCK is the program linked with LevelDB alone; SHARED the same source linked against
+# libleveldb_bloom_dropin.so ahead of libleveldb.so; STATIC linked against
+# libleveldb_bloom_dropin.a ahead of libleveldb.a. The program (dropin_c_program or
+# dropin_cxx_program) knows nothing of leveldb-bloom. Four arrangements (five with STATIC_NO_U)
+# run, each on a new database and each with LEVELDB_BLOOM_STATS_FILE set:
+#
+#   stock     STOCK as it is                      -> must write NO statistics file
+#   preload   STOCK with LD_PRELOAD=DROPIN_SO     -> statistics file expected
+#   shared    SHARED                              -> statistics file expected
+#   static    STATIC                              -> statistics file expected
+#   static_no_u  (optional) STATIC_NO_U: linked like STATIC but without
+#             -Wl,-u,_ZN7leveldb20NewBloomFilterPolicyEi -> STATIC_NO_U_SERVED_BY says
+#             whose policy runs: "stock" (a C program: nothing pulls the drop-in's archive
+#             member in, libleveldb.a's bloom.o serves c.o's call) or "dropin" (a C++
+#             program, whose own reference pulls it in). This pins why dropin_static
+#             carries the -u.
+#
+# The stock binary itself must not contain the string "leveldb_bloom" (no symbol, no path).
+#
+# Assertions for every drop-in arrangement:
+#   - the program's output (counts and an FNV-1a digest of every key/value pair) equals the
+#     stock run's, and every table file (*.ldb) is byte-identical to the stock run's, under
+#     the same name. The workload is deterministic (no memtable fills up, so every table is
+#     written by CompactRange in program order, never by a background compaction racing the
+#     writes). Identical tables mean identical filter blocks: the drop-in's filters are
+#     bit-identical to LevelDB's;
+#   - the statistics prove the drop-in's policy built and answered those filters:
+#       dropin_policies == bloom_policies_created (each NewBloomFilterPolicy call served);
+#       filters_built > 0;
+#       keys_added >= puts + deletes (every write lands in a memtable that is flushed into
+#         a table, whose filter gets its key), and in fact keys_added == puts + deletes +
+#         live_keys: the two memtable flushes plus the final compaction that rewrites the
+#         live keys. Every key of every table ever written went through the drop-in;
+#       no_match <= absent_lookups (a present key is never rejected, else the program
+#         fails) and no_match * 10 >= absent_lookups * 9: after the final compaction all
+#         tables sit in one level without overlap, so each absent lookup inside a table's
+#         key range asks exactly one filter, which at 10 bits per key rejects about 99%;
+#       queries >= present_lookups + no_match (each present lookup asks one filter too).
+
+cmake_minimum_required(VERSION 3.16)
+
+foreach(var PROGRAM STOCK SHARED STATIC DROPIN_SO WORK_DIR)
+  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
+    message(FATAL_ERROR "run_dropin_proof.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+set(arrangements stock preload shared static)
+if(DEFINED STATIC_NO_U AND NOT "${STATIC_NO_U}" STREQUAL "")
+  if(NOT STATIC_NO_U_SERVED_BY MATCHES "^(stock|dropin)$")
+    message(FATAL_ERROR "run_dropin_proof.cmake: -DSTATIC_NO_U_SERVED_BY=stock|dropin is required")
+  endif()
+  list(APPEND arrangements static_no_u)
+endif()
+
+file(STRINGS "${STOCK}" ours REGEX "leveldb_bloom")
+if(ours)
+  message(FATAL_ERROR "${PROGRAM}: the stock binary ${STOCK} mentions leveldb_bloom: ${ours}")
+endif()
+
+set(failures 0)
+macro(fail_check what)
+  message(SEND_ERROR "${PROGRAM} [${arrangement}]: expected ${what}")
+  math(EXPR failures "${failures} + 1")
+endmacro()
+
+# Parses "name=value" lines of `text` into variables ${prefix}_name.
+function(parse_lines prefix text)
+  string(REPLACE "\n" ";" lines "${text}")
+  foreach(line IN LISTS lines)
+    if(line MATCHES "^([a-z_]+)=(.*)$")
+      set(${prefix}_${CMAKE_MATCH_1} "${CMAKE_MATCH_2}" PARENT_SCOPE)
+    endif()
+  endforeach()
+endfunction()
+
+set(stock_output "")
+set(stock_tables "")
+foreach(arrangement IN LISTS arrangements)
+  set(dir "${WORK_DIR}/${PROGRAM}_${arrangement}")
+  file(REMOVE_RECURSE "${dir}")
+  file(MAKE_DIRECTORY "${dir}")
+  set(stats_file "${dir}/stats.txt")
+
+  if(arrangement STREQUAL "stock")
+    set(exe "${STOCK}")
+    set(env --unset=LD_PRELOAD)
+  elseif(arrangement STREQUAL "preload")
+    set(exe "${STOCK}")
+    set(env "LD_PRELOAD=${DROPIN_SO}")
+  elseif(arrangement STREQUAL "shared")
+    set(exe "${SHARED}")
+    set(env --unset=LD_PRELOAD)
+  elseif(arrangement STREQUAL "static")
+    set(exe "${STATIC}")
+    set(env --unset=LD_PRELOAD)
+  else()
+    set(exe "${STATIC_NO_U}")
+    set(env --unset=LD_PRELOAD)
+  endif()
+
+  execute_process(
+    COMMAND "${CMAKE_COMMAND}" -E env ${env} "LEVELDB_BLOOM_STATS_FILE=${stats_file}"
+            "${exe}" "${dir}/db"
+    RESULT_VARIABLE rc
+    OUTPUT_VARIABLE output
+    ERROR_VARIABLE errors)
+  if(NOT rc STREQUAL "0")
+    message(FATAL_ERROR "${PROGRAM} [${arrangement}]: ${exe} failed (${rc}):\n${errors}")
+  endif()
+
+  # The table files, by name, with their sizes.
+  file(GLOB tables RELATIVE "${dir}/db" "${dir}/db/*.ldb")
+  list(SORT tables)
+  set(table_sizes "")
+  foreach(t IN LISTS tables)
+    file(SIZE "${dir}/db/${t}" size)
+    list(APPEND table_sizes "${t}:${size}")
+  endforeach()
+  string(REPLACE ";" " " table_sizes "${table_sizes}")
+
+  if(arrangement STREQUAL "stock")
+    set(stock_output "${output}")
+    set(stock_tables "${tables}")
+    set(stock_dir "${dir}")
+    parse_lines(out "${output}")
+    foreach(f bloom_policies_created puts deletes live_keys present_lookups absent_lookups)
+      if(NOT "${out_${f}}" MATCHES "^[0-9]+$")
+        message(FATAL_ERROR "${PROGRAM} [stock]: output lacks ${f}=N:\n${output}")
+      endif()
+    endforeach()
+    if("${tables}" STREQUAL "")
+      fail_check("a table file")
+    endif()
+    if(EXISTS "${stats_file}")
+      fail_check("no statistics file: the stock run must not load the drop-in")
+    endif()
+    string(STRIP "${output}" shown)
+    string(REPLACE "\n" " " shown "${shown}")
+    message(STATUS "${PROGRAM} [stock]: ${shown}")
+    message(STATUS "${PROGRAM} [stock]: tables ${table_sizes}; no statistics file")
+    continue()
+  endif()
+
+  if(NOT "${output}" STREQUAL "${stock_output}")
+    fail_check("the stock run's output\n--- stock:\n${stock_output}--- ${arrangement}:\n${output}")
+  endif()
+  if(NOT "${tables}" STREQUAL "${stock_tables}")
+    fail_check("the stock run's table files (${stock_tables}), got (${tables})")
+  endif()
+  set(identical 0)
+  foreach(t IN LISTS tables)
+    if(EXISTS "${stock_dir}/db/${t}")
+      execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files
+                              "${stock_dir}/db/${t}" "${dir}/db/${t}"
+                      RESULT_VARIABLE differ)
+      if(differ EQUAL 0)
+        math(EXPR identical "${identical} + 1")
+      else()
+        fail_check("${t} byte-identical to the stock run's")
+      endif()
+    endif()
+  endforeach()
+
+  if(arrangement STREQUAL "static_no_u" AND STATIC_NO_U_SERVED_BY STREQUAL "stock")
+    if(EXISTS "${stats_file}")
+      fail_check("no statistics file: without -u the drop-in's archive member is not linked")
+    endif()
+    message(STATUS "${PROGRAM} [${arrangement}]: output identical; ${identical} tables "
+                   "byte-identical; no statistics file: without -u stock LevelDB's policy ran")
+    continue()
+  endif()
+  if(NOT EXISTS "${stats_file}")
+    message(SEND_ERROR "${PROGRAM} [${arrangement}]: no statistics file: the drop-in was not used")
+    math(EXPR failures "${failures} + 1")
+    continue()
+  endif()
+  file(READ "${stats_file}" stats_text)
+  foreach(f dropin_policies filters_built keys_added queries no_match)
+    unset(st_${f})
+  endforeach()
+  parse_lines(st "${stats_text}")
+  foreach(f dropin_policies filters_built keys_added queries no_match)
+    if(NOT DEFINED st_${f} OR NOT "${st_${f}}" MATCHES "^[0-9]+$")
+      message(FATAL_ERROR "${PROGRAM} [${arrangement}]: statistics file lacks ${f}:\n${stats_text}")
+    endif()
+  endforeach()
+
+  math(EXPR written "${out_puts} + ${out_deletes}")
+  math(EXPR written_and_live "${written} + ${out_live_keys}")
+  math(EXPR answered "${out_present_lookups} + ${st_no_match}")
+  math(EXPR no_match_x10 "${st_no_match} * 10")
+  math(EXPR absent_x9 "${out_absent_lookups} * 9")
+  if(NOT st_dropin_policies EQUAL out_bloom_policies_created)
+    fail_check("dropin_policies (${st_dropin_policies}) == the program's NewBloomFilterPolicy calls (${out_bloom_policies_created})")
+  endif()
+  if(NOT st_filters_built GREATER 0)
+    fail_check("filters_built > 0")
+  endif()
+  if(st_keys_added LESS written)
+    fail_check("keys_added (${st_keys_added}) >= puts + deletes (${written})")
+  endif()
+  if(NOT st_keys_added EQUAL written_and_live)
+    fail_check("keys_added (${st_keys_added}) == puts + deletes + live_keys (${written_and_live})")
+  endif()
+  if(st_no_match GREATER out_absent_lookups)
+    fail_check("no_match (${st_no_match}) <= absent_lookups (${out_absent_lookups})")
+  endif()
+  if(no_match_x10 LESS absent_x9)
+    fail_check("no_match (${st_no_match}) >= 90% of absent_lookups (${out_absent_lookups})")
+  endif()
+  if(st_queries LESS answered)
+    fail_check("queries (${st_queries}) >= present_lookups + no_match (${answered})")
+  endif()
+
+  string(STRIP "${stats_text}" shown)
+  string(REPLACE "\n" " " shown "${shown}")
+  list(LENGTH tables n_tables)
+  message(STATUS "${PROGRAM} [${arrangement}]: output identical; ${identical}/${n_tables} tables "
+                 "byte-identical (${table_sizes}); stats: ${shown}")
+endforeach()
+
+if(failures GREATER 0)
+  message(FATAL_ERROR "${PROGRAM}: ${failures} check(s) failed")
+endif()
+message(STATUS "${PROGRAM}: all arrangements agree with stock LevelDB")
