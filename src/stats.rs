@@ -9,7 +9,7 @@
 //! sums the shards; a reset records a baseline instead of zeroing, so it cannot race with
 //! the owners' stores.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// Shards a thread can own: a power of two, so that masking an index proves it in bounds.
@@ -64,23 +64,28 @@ impl StatsSnapshot {
 #[repr(align(128))]
 struct Shards([AtomicU64; (SHARDS + 1) * STRIDE]);
 
-/// The counters of one policy. Every `Stats` also counts into the process-wide totals
-/// ([`global_snapshot`]), including after it is dropped.
+/// The counters of one policy: a handle that clones cheaply (a filter block builder keeps
+/// one, so its filters count as its policy's). The counts join the process-wide totals
+/// ([`global_snapshot`]) and stay there after the last handle is dropped.
 pub struct Stats {
     counts: Arc<Counts>,
 }
 
 struct Counts {
-    shards: Box<Shards>,
+    /// Inline, so that a count is one load away from the handle.
+    shards: Shards,
     baseline: Mutex<StatsSnapshot>,
+    /// Live `Stats` handles; the last one to go moves the counts into the retired totals.
+    handles: AtomicUsize,
 }
 
 impl Stats {
     /// New counters at zero, registered in the process-wide totals.
     pub fn new() -> Self {
         let counts = Arc::new(Counts {
-            shards: Box::new(Shards(std::array::from_fn(|_| AtomicU64::new(0)))),
+            shards: Shards(std::array::from_fn(|_| AtomicU64::new(0))),
             baseline: Mutex::new(StatsSnapshot::default()),
+            handles: AtomicUsize::new(1),
         });
         registry().live.push(Arc::clone(&counts));
         Stats { counts }
@@ -92,11 +97,17 @@ impl Stats {
         self.counts.add(KEYS_ADDED, keys as u64);
     }
 
-    /// Counts a query and its answer.
+    /// Counts a query and its answer. (A build with `--cfg leveldb_bloom_uncounted`, made
+    /// only by `scripts/bench-stats`, leaves this out to measure its cost.)
     #[inline]
     pub fn record_query(&self, may_match: bool) {
+        #[cfg(not(leveldb_bloom_uncounted))]
+        // A branch, not an index computed from the answer: the store then need not wait
+        // for the probes (measured: indexing doubled the cost).
         self.counts
             .add(if may_match { MAY_MATCH } else { NO_MATCH }, 1);
+        #[cfg(leveldb_bloom_uncounted)]
+        let _ = may_match;
     }
 
     /// The counts since creation or the last [`reset`](Self::reset).
@@ -104,7 +115,7 @@ impl Stats {
         self.counts.total().since(*lock(&self.counts.baseline))
     }
 
-    /// Restarts this policy's counts from zero; the process-wide totals keep theirs.
+    /// Restarts these counts from zero; the process-wide totals keep theirs.
     pub fn reset(&self) {
         let mut baseline = lock(&self.counts.baseline);
         *baseline = self.counts.total();
@@ -117,11 +128,23 @@ impl Default for Stats {
     }
 }
 
+impl Clone for Stats {
+    fn clone(&self) -> Self {
+        self.counts.handles.fetch_add(1, Relaxed);
+        Stats {
+            counts: Arc::clone(&self.counts),
+        }
+    }
+}
+
 impl Drop for Stats {
     fn drop(&mut self) {
         let mut registry = registry();
-        registry.retired = registry.retired.plus(self.counts.total());
-        registry.live.retain(|c| !Arc::ptr_eq(c, &self.counts));
+        // Under the registry lock, so that no reader sees the counts twice or not at all.
+        if self.counts.handles.fetch_sub(1, Relaxed) == 1 {
+            registry.retired = registry.retired.plus(self.counts.total());
+            registry.live.retain(|c| !Arc::ptr_eq(c, &self.counts));
+        }
     }
 }
 

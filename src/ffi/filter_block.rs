@@ -2,8 +2,6 @@
 
 use std::ffi::{c_char, c_int};
 
-use std::sync::Arc;
-
 use super::boundary::{FfiResult, guard, guard_query, guard_status, try_mut, try_ref, try_slice};
 use super::policy::{leveldb_bloom_policy, try_filter};
 use crate::error::Error;
@@ -16,7 +14,7 @@ use crate::stats::Stats;
 pub struct leveldb_bloom_filter_block_builder {
     builder: FilterBlockBuilder,
     /// The policy's counters: the filters built here count as the policy's.
-    stats: Arc<Stats>,
+    stats: Stats,
 }
 
 impl leveldb_bloom_filter_block_builder {
@@ -52,7 +50,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_create(
         match unsafe { try_ref(policy) } {
             Ok(policy) => Box::into_raw(Box::new(leveldb_bloom_filter_block_builder {
                 builder: FilterBlockBuilder::new(policy.bloom),
-                stats: Arc::clone(&policy.stats),
+                stats: policy.stats.clone(),
             })),
             Err(_) => std::ptr::null_mut(),
         }

@@ -2,8 +2,6 @@
 
 use std::ffi::{CStr, c_char, c_int};
 
-use std::sync::Arc;
-
 use super::boundary::{FfiResult, KeyArray, guard, guard_query, guard_status, try_ref, try_slice};
 use super::boundary::{leveldb_bloom_slice, try_mut, try_zeroed_bytes_mut};
 use super::status::leveldb_bloom_status::{self, *};
@@ -18,7 +16,7 @@ use crate::stats::{Stats, StatsSnapshot};
 pub struct leveldb_bloom_policy {
     pub(crate) bloom: BloomPolicy,
     /// Shared with the filter block builders made from this policy.
-    pub(crate) stats: Arc<Stats>,
+    pub(crate) stats: Stats,
 }
 
 impl leveldb_bloom_policy {
@@ -57,7 +55,7 @@ pub extern "C" fn leveldb_bloom_policy_create(bits_per_key: c_int) -> *mut level
         match BloomPolicy::new(bits_per_key) {
             Ok(bloom) => Box::into_raw(Box::new(leveldb_bloom_policy {
                 bloom,
-                stats: Arc::new(Stats::new()),
+                stats: Stats::new(),
             })),
             Err(_) => std::ptr::null_mut(),
         }
