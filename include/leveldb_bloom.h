@@ -246,6 +246,28 @@ bool leveldb_bloom_key_may_match(const leveldb_bloom_policy *policy,
                                  size_t filter_len);
 
 /**
+ * Answers `leveldb_bloom_key_may_match` for `num_keys` keys against one filter, faster
+ * than one call per key: `results[i]` is 1 if key `i` may be in the filter, 0 if it is
+ * certainly absent. Key `i` is `key_lens[i]` bytes at `keys[i]`, as for
+ * `leveldb_bloom_create_filter`.
+ *
+ * Returns `LEVELDB_BLOOM_OK`, or an error with every result set to 1 ("may match") when
+ * `results` is usable: `NULL_ARGUMENT` (policy, filter, results, an array, or a NULL key
+ * with a length), `INVALID_ARGUMENT` (misaligned `key_lens`, impossible lengths), `PANIC`.
+ *
+ * # Safety
+ * Non-NULL arrays hold `num_keys` elements, each non-NULL key its length in bytes, a
+ * non-NULL `filter` `filter_len` bytes, and `results` `num_keys` writable bytes.
+ */
+int leveldb_bloom_key_may_match_batch(const leveldb_bloom_policy *policy,
+                                      const char *const *keys,
+                                      const size_t *key_lens,
+                                      size_t num_keys,
+                                      const uint8_t *filter,
+                                      size_t filter_len,
+                                      uint8_t *results);
+
+/**
  * Stores in `*stats` what `policy` has counted since its creation or its last reset
  * (filter block builders made from it count into it too). Counting is thread-safe and
  * costs no shared cache line between threads; a read while other threads work sees each
@@ -431,6 +453,29 @@ bool leveldb_bloom_filter_block_may_match(const leveldb_bloom_policy *policy,
                                           uint64_t block_offset,
                                           const char *key,
                                           size_t key_len);
+
+/**
+ * Answers `leveldb_bloom_filter_block_may_match` for `num_keys` queries against one
+ * filter block, faster than one call per query: query `i` asks whether key `i`
+ * (`key_lens[i]` bytes at `keys[i]`) may be in the data block at `block_offsets[i]`, and
+ * `results[i]` is 1 ("may match") or 0 (certainly absent).
+ *
+ * Returns `LEVELDB_BLOOM_OK`, or an error with every result set to 1 when `results` is
+ * usable: `NULL_ARGUMENT` (policy, block, results, an array, or a NULL key with a length),
+ * `INVALID_ARGUMENT` (misaligned arrays, impossible lengths), `PANIC`.
+ *
+ * # Safety
+ * Non-NULL arrays hold `num_keys` elements, each non-NULL key its length in bytes, a
+ * non-NULL `block` `block_len` bytes, and `results` `num_keys` writable bytes.
+ */
+int leveldb_bloom_filter_block_may_match_batch(const leveldb_bloom_policy *policy,
+                                               const uint8_t *block,
+                                               size_t block_len,
+                                               const uint64_t *block_offsets,
+                                               const char *const *keys,
+                                               const size_t *key_lens,
+                                               size_t num_keys,
+                                               uint8_t *results);
 
 #ifdef __cplusplus
 }  // extern "C"

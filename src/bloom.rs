@@ -157,6 +157,18 @@ pub fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
     probe_positions(key, k, bits).all(|bit| array[(bit / 8) as usize] & (1 << (bit % 8)) != 0)
 }
 
+/// [`key_may_match`] for many keys against one filter: `results[i]` answers `keys[i]`.
+/// Keys past `results.len()` are not read; results past the keys are left alone.
+pub fn keys_may_match<'k>(
+    keys: impl IntoIterator<Item = &'k [u8]>,
+    filter: &[u8],
+    results: &mut [bool],
+) {
+    for (key, result) in keys.into_iter().zip(results) {
+        *result = key_may_match(key, filter);
+    }
+}
+
 /// The `k` bit positions a key probes in a `bits`-bit array.
 ///
 /// Format rule: `h = hash(key)`, `delta = h.rotate_right(17)`; probe `i` is `h % bits`, then

@@ -209,6 +209,20 @@ impl<'a> FilterBlockReader<'a> {
     }
 }
 
+impl FilterBlockReader<'_> {
+    /// [`key_may_match`](Self::key_may_match) for many `(block_offset, key)` queries:
+    /// `results[i]` answers query `i`. Queries past `results.len()` are not read.
+    pub fn keys_may_match<'k>(
+        &self,
+        queries: impl IntoIterator<Item = (u64, &'k [u8])>,
+        results: &mut [bool],
+    ) {
+        for ((block_offset, key), result) in queries.into_iter().zip(results) {
+            *result = self.key_may_match(block_offset, key);
+        }
+    }
+}
+
 /// The little-endian u32 at `pos`; the caller has checked that 4 bytes are there.
 fn read_u32(bytes: &[u8], pos: usize) -> u32 {
     let word: [u8; 4] = bytes[pos..pos + 4].try_into().expect("4 bytes");

@@ -110,6 +110,14 @@ impl Stats {
         let _ = may_match;
     }
 
+    /// Counts a batch of queries by their answers.
+    pub fn record_queries(&self, answers: &[bool]) {
+        let may_match = answers.iter().filter(|&&a| a).count();
+        self.counts.add(MAY_MATCH, may_match as u64);
+        self.counts
+            .add(NO_MATCH, (answers.len() - may_match) as u64);
+    }
+
     /// The counts since creation or the last [`reset`](Self::reset).
     pub fn snapshot(&self) -> StatsSnapshot {
         self.counts.total().since(*lock(&self.counts.baseline))

@@ -34,6 +34,17 @@ pub extern "C-unwind" fn new_bloom_filter_policy(bits_per_key: c_int) -> *const 
     unsafe { leveldb_bloom_dropin_new_filter_policy(bits_per_key) }
 }
 
+/// The drop-in's `leveldb::FilterPolicy` object, for a program that also uses stock
+/// LevelDB's policy in the same process (the benchmark does): the returned pointer is a
+/// `const leveldb::FilterPolicy*`, released with `delete`. Counts like
+/// `NewBloomFilterPolicy`.
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn leveldb_bloom_dropin_filter_policy_create(
+    bits_per_key: c_int,
+) -> *const c_void {
+    new_bloom_filter_policy(bits_per_key)
+}
+
 /// The number of `leveldb::NewBloomFilterPolicy` calls this library served.
 #[unsafe(no_mangle)]
 pub extern "C" fn leveldb_bloom_dropin_policies_created() -> u64 {

@@ -85,6 +85,21 @@ pub(crate) unsafe fn try_zeroed_bytes_mut<'a>(ptr: *mut u8, len: usize) -> FfiRe
     Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
 }
 
+/// The caller's `results` buffer for `len` answers, every byte set to 1 ("may match") so
+/// that whatever happens next, no answer reads "no match" by accident. NULL is allowed only
+/// with `len == 0`.
+///
+/// # Safety
+/// A non-NULL `ptr` points to `len` writable bytes that nothing else touches for `'a`.
+pub(crate) unsafe fn try_results<'a>(ptr: *mut u8, len: usize) -> FfiResult<&'a mut [bool]> {
+    // SAFETY: forwarded from this function's contract.
+    let bytes = unsafe { try_zeroed_bytes_mut(ptr, len) }?;
+    bytes.fill(1);
+    // SAFETY: every byte is 1, a valid `bool`, and `bool` has the size and alignment of `u8`;
+    // the slice takes over the exclusive borrow of `bytes`.
+    Ok(unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<bool>(), len) })
+}
+
 /// Refuses what `slice::from_raw_parts` may not be given: a misaligned pointer, or more
 /// than `isize::MAX` bytes.
 fn check_extent<T>(ptr: *const T, len: usize) -> FfiResult<()> {

@@ -2,7 +2,8 @@
 
 use std::ffi::{c_char, c_int};
 
-use super::boundary::{FfiResult, guard, guard_query, guard_status, try_mut, try_ref, try_slice};
+use super::boundary::{FfiResult, KeyArray, guard, guard_query, guard_status};
+use super::boundary::{try_mut, try_ref, try_results, try_slice};
 use super::policy::{leveldb_bloom_policy, try_filter};
 use crate::error::Error;
 use crate::filter_block::{FilterBlockBuilder, FilterBlockReader};
@@ -175,5 +176,47 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match(
         let may_match = FilterBlockReader::new(block).key_may_match(block_offset, key);
         policy.stats.record_query(may_match);
         Ok(may_match)
+    })
+}
+
+/// Answers `leveldb_bloom_filter_block_may_match` for `num_keys` queries against one
+/// filter block, faster than one call per query: query `i` asks whether key `i`
+/// (`key_lens[i]` bytes at `keys[i]`) may be in the data block at `block_offsets[i]`, and
+/// `results[i]` is 1 ("may match") or 0 (certainly absent).
+///
+/// Returns `LEVELDB_BLOOM_OK`, or an error with every result set to 1 when `results` is
+/// usable: `NULL_ARGUMENT` (policy, block, results, an array, or a NULL key with a length),
+/// `INVALID_ARGUMENT` (misaligned arrays, impossible lengths), `PANIC`.
+///
+/// # Safety
+/// Non-NULL arrays hold `num_keys` elements, each non-NULL key its length in bytes, a
+/// non-NULL `block` `block_len` bytes, and `results` `num_keys` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match_batch(
+    policy: *const leveldb_bloom_policy,
+    block: *const u8,
+    block_len: usize,
+    block_offsets: *const u64,
+    keys: *const *const c_char,
+    key_lens: *const usize,
+    num_keys: usize,
+    results: *mut u8,
+) -> c_int {
+    guard_status(|| {
+        // SAFETY: the caller guarantees `results` holds `num_keys` writable bytes.
+        let results = unsafe { try_results(results, num_keys) }?;
+        // SAFETY: the caller's guarantees for the policy, the block, offsets and keys.
+        let (policy, block, offsets, keys) = unsafe {
+            (
+                try_ref(policy)?,
+                try_filter(block, block_len)?,
+                try_slice(block_offsets, num_keys)?,
+                KeyArray::split(keys, key_lens, num_keys)?,
+            )
+        };
+        let queries = offsets.iter().copied().zip(keys.iter());
+        FilterBlockReader::new(block).keys_may_match(queries, results);
+        policy.stats.record_queries(results);
+        Ok(())
     })
 }

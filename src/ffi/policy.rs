@@ -3,7 +3,7 @@
 use std::ffi::{CStr, c_char, c_int};
 
 use super::boundary::{FfiResult, KeyArray, guard, guard_query, guard_status, try_ref, try_slice};
-use super::boundary::{leveldb_bloom_slice, try_mut, try_zeroed_bytes_mut};
+use super::boundary::{leveldb_bloom_slice, try_mut, try_results, try_zeroed_bytes_mut};
 use super::status::leveldb_bloom_status::{self, *};
 use crate::bloom::BloomPolicy;
 use crate::error::Error;
@@ -221,6 +221,45 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match(
             )
         };
         Ok(policy.key_may_match(key, filter))
+    })
+}
+
+/// Answers `leveldb_bloom_key_may_match` for `num_keys` keys against one filter, faster
+/// than one call per key: `results[i]` is 1 if key `i` may be in the filter, 0 if it is
+/// certainly absent. Key `i` is `key_lens[i]` bytes at `keys[i]`, as for
+/// `leveldb_bloom_create_filter`.
+///
+/// Returns `LEVELDB_BLOOM_OK`, or an error with every result set to 1 ("may match") when
+/// `results` is usable: `NULL_ARGUMENT` (policy, filter, results, an array, or a NULL key
+/// with a length), `INVALID_ARGUMENT` (misaligned `key_lens`, impossible lengths), `PANIC`.
+///
+/// # Safety
+/// Non-NULL arrays hold `num_keys` elements, each non-NULL key its length in bytes, a
+/// non-NULL `filter` `filter_len` bytes, and `results` `num_keys` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_bloom_key_may_match_batch(
+    policy: *const leveldb_bloom_policy,
+    keys: *const *const c_char,
+    key_lens: *const usize,
+    num_keys: usize,
+    filter: *const u8,
+    filter_len: usize,
+    results: *mut u8,
+) -> c_int {
+    guard_status(|| {
+        // SAFETY: the caller guarantees `results` holds `num_keys` writable bytes.
+        let results = unsafe { try_results(results, num_keys) }?;
+        // SAFETY: the caller's guarantees for the policy, the keys and the filter.
+        let (policy, keys, filter) = unsafe {
+            (
+                try_ref(policy)?,
+                KeyArray::split(keys, key_lens, num_keys)?,
+                try_filter(filter, filter_len)?,
+            )
+        };
+        crate::bloom::keys_may_match(keys.iter(), filter, results);
+        policy.stats.record_queries(results);
+        Ok(())
     })
 }
 
