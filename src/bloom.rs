@@ -5,6 +5,7 @@
 
 use crate::error::Error;
 use crate::hash::bloom_hash;
+use crate::remainder::Remainder;
 
 /// The policy name LevelDB stores in a table's metaindex (`"filter." + NAME`).
 pub const NAME: &str = "leveldb.BuiltinBloomFilter2";
@@ -113,7 +114,7 @@ impl BloomPolicy {
 
     /// Sets the probe bits of every key in a zeroed `filter` of the right length, and its
     /// last byte to `k`.
-    fn write_filter<I>(&self, keys: I, filter: &mut [u8])
+    pub(crate) fn write_filter<I>(&self, keys: I, filter: &mut [u8])
     where
         I: Iterator,
         I::Item: AsRef<[u8]>,
@@ -122,10 +123,13 @@ impl BloomPolicy {
             .split_last_mut()
             .expect("a filter is at least 9 bytes");
         *k = self.probes;
-        let bits = array.len() as u64 * 8;
+        let remainder = Remainder::new(array.len() as u64 * 8);
         for key in keys {
-            for bit in probe_positions(key.as_ref(), self.probes, bits) {
+            let (mut h, delta) = probe_start(key.as_ref());
+            for _ in 0..self.probes {
+                let bit = remainder.of(h);
                 array[(bit / 8) as usize] |= 1 << (bit % 8);
+                h = h.wrapping_add(delta);
             }
         }
     }
@@ -144,6 +148,13 @@ impl BloomPolicy {
 /// above 30 always matches (reserved for other encodings); otherwise the key may match iff
 /// each of its `k` probes into the `(len - 1) * 8` bits finds a set bit.
 pub fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
+    query(key, filter, Remainder::new)
+}
+
+/// [`key_may_match`], with the remainder for the filter's bit count supplied by the caller
+/// (the C API's policies cache it).
+#[inline]
+pub(crate) fn query(key: &[u8], filter: &[u8], remainder: impl FnOnce(u64) -> Remainder) -> bool {
     let Some((&k, array)) = filter.split_last() else {
         return false;
     };
@@ -153,8 +164,17 @@ pub fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
     if k > MAX_PROBES {
         return true;
     }
-    let bits = array.len() as u64 * 8;
-    probe_positions(key, k, bits).all(|bit| array[(bit / 8) as usize] & (1 << (bit % 8)) != 0)
+    let remainder = remainder(array.len() as u64 * 8);
+    let (mut h, delta) = probe_start(key);
+    // Every probe runs and the answers are combined: no branch on bits that are set at
+    // random, so nothing to mispredict for absent keys.
+    let mut all_set = true;
+    for _ in 0..k {
+        let bit = remainder.of(h);
+        all_set &= array[(bit / 8) as usize] & (1 << (bit % 8)) != 0;
+        h = h.wrapping_add(delta);
+    }
+    all_set
 }
 
 /// [`key_may_match`] for many keys against one filter: `results[i]` answers `keys[i]`.
@@ -169,19 +189,15 @@ pub fn keys_may_match<'k>(
     }
 }
 
-/// The `k` bit positions a key probes in a `bits`-bit array.
+/// Where a key's probes start and how far apart they are.
 ///
-/// Format rule: `h = hash(key)`, `delta = h.rotate_right(17)`; probe `i` is `h % bits`, then
-/// `h += delta` with 32-bit wrapping. The remainder is taken in 64 bits, so over an array of
-/// 2^32 bits or more the position is `h` itself.
-fn probe_positions(key: &[u8], k: u8, bits: u64) -> impl Iterator<Item = u64> {
-    let mut h = bloom_hash(key);
-    let delta = h.rotate_right(17);
-    (0..k).map(move |_| {
-        let bit = u64::from(h) % bits;
-        h = h.wrapping_add(delta);
-        bit
-    })
+/// Format rule: `h = hash(key)`, `delta = h.rotate_right(17)`; probe `i` is at `h % bits`,
+/// then `h += delta` with 32-bit wrapping. Over an array of 2^32 bits or more the position
+/// is `h` itself.
+#[inline]
+fn probe_start(key: &[u8]) -> (u32, u32) {
+    let h = bloom_hash(key);
+    (h, h.rotate_right(17))
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 use crate::bloom::BloomPolicy;
 use crate::error::Error;
+use crate::remainder::Remainder;
 
 /// log2 of the data-block offset window each filter covers: one filter per 2 KiB.
 pub const FILTER_BASE_LG: u8 = 11;
@@ -194,6 +195,18 @@ impl<'a> FilterBlockReader<'a> {
     /// array_offset` the Bloom filter there answers; an empty `start == limit` beyond that
     /// matches nothing; anything else may match.
     pub fn key_may_match(&self, block_offset: u64, key: &[u8]) -> bool {
+        self.query(block_offset, key, Remainder::new)
+    }
+
+    /// [`key_may_match`](Self::key_may_match), with the remainder for a filter's bit count
+    /// supplied by the caller (the C API's policies cache it).
+    #[inline]
+    pub(crate) fn query(
+        &self,
+        block_offset: u64,
+        key: &[u8],
+        remainder: impl FnOnce(u64) -> Remainder,
+    ) -> bool {
         let index = block_offset >> (self.base_lg % 64);
         if index >= self.num as u64 {
             return true;
@@ -202,7 +215,7 @@ impl<'a> FilterBlockReader<'a> {
         let start = read_u32(self.offsets, 4 * index) as usize;
         let limit = read_u32(self.offsets, 4 * index + 4) as usize;
         if start <= limit && limit <= self.filters.len() {
-            crate::bloom::key_may_match(key, &self.filters[start..limit])
+            crate::bloom::query(key, &self.filters[start..limit], remainder)
         } else {
             start != limit
         }

@@ -21,6 +21,7 @@ pub mod error;
 pub mod ffi;
 pub mod filter_block;
 pub mod hash;
+mod remainder;
 pub mod stats;
 
 pub use bloom::{BloomPolicy, key_may_match};

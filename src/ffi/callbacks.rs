@@ -76,14 +76,8 @@ unsafe fn malloc_filter(
     }
     // SAFETY: `buffer` holds `len` zeroed bytes that only this function knows of.
     let filter = unsafe { std::slice::from_raw_parts_mut(buffer, len) };
-    match policy.create_filter_into(keys, filter) {
-        Ok(len) => Ok((buffer, len)),
-        Err(error) => {
-            // SAFETY: `buffer` came from calloc above and is not used again.
-            unsafe { libc::free(buffer.cast()) };
-            Err(error.into())
-        }
-    }
+    policy.write_zeroed_filter(keys, filter);
+    Ok((buffer, len))
 }
 
 /// A `malloc`ed copy of `bytes`, or NULL and length 0.

@@ -173,7 +173,8 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match(
                 try_slice(key.cast::<u8>(), key_len)?,
             )
         };
-        let may_match = FilterBlockReader::new(block).key_may_match(block_offset, key);
+        let reader = FilterBlockReader::new(block);
+        let may_match = reader.query(block_offset, key, |bits| policy.reciprocals.remainder(bits));
         policy.stats.record_query(may_match);
         Ok(may_match)
     })
@@ -214,8 +215,11 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match_batch(
                 KeyArray::split(keys, key_lens, num_keys)?,
             )
         };
+        let reader = FilterBlockReader::new(block);
         let queries = offsets.iter().copied().zip(keys.iter());
-        FilterBlockReader::new(block).keys_may_match(queries, results);
+        for ((offset, key), result) in queries.zip(results.iter_mut()) {
+            *result = reader.query(offset, key, |bits| policy.reciprocals.remainder(bits));
+        }
         policy.stats.record_queries(results);
         Ok(())
     })

@@ -5,8 +5,8 @@ use std::ffi::{CStr, c_char, c_int};
 use super::boundary::{FfiResult, KeyArray, guard, guard_query, guard_status, try_ref, try_slice};
 use super::boundary::{leveldb_bloom_slice, try_mut, try_results, try_zeroed_bytes_mut};
 use super::status::leveldb_bloom_status::{self, *};
-use crate::bloom::BloomPolicy;
-use crate::error::Error;
+use crate::bloom::{self, BloomPolicy};
+use crate::remainder::ReciprocalCache;
 use crate::stats::{Stats, StatsSnapshot};
 
 /// LevelDB's built-in Bloom filter policy (`leveldb.BuiltinBloomFilter2`) for one
@@ -17,23 +17,22 @@ pub struct leveldb_bloom_policy {
     pub(crate) bloom: BloomPolicy,
     /// Shared with the filter block builders made from this policy.
     pub(crate) stats: Stats,
+    /// Spares queries a division per filter size.
+    pub(crate) reciprocals: ReciprocalCache,
 }
 
 impl leveldb_bloom_policy {
-    /// Builds the filter for `keys` into the start of `out`, counting it.
-    pub(crate) fn create_filter_into(
-        &self,
-        keys: KeyArray,
-        out: &mut [u8],
-    ) -> Result<usize, Error> {
-        let len = self.bloom.create_filter_into(keys.iter(), out)?;
+    /// Builds the filter for `keys` into `filter`, which is zeroed and exactly
+    /// `filter_len(keys.len())` bytes long (each caller got it zeroed from its allocator or
+    /// zeroed the caller's memory already), and counts it.
+    pub(crate) fn write_zeroed_filter(&self, keys: KeyArray, filter: &mut [u8]) {
+        self.bloom.write_filter(keys.iter(), filter);
         self.stats.record_filter(keys.len());
-        Ok(len)
     }
 
     /// Answers a query, counting it.
     pub(crate) fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
-        let may_match = self.bloom.key_may_match(key, filter);
+        let may_match = bloom::query(key, filter, |bits| self.reciprocals.remainder(bits));
         self.stats.record_query(may_match);
         may_match
     }
@@ -56,6 +55,7 @@ pub extern "C" fn leveldb_bloom_policy_create(bits_per_key: c_int) -> *mut level
             Ok(bloom) => Box::into_raw(Box::new(leveldb_bloom_policy {
                 bloom,
                 stats: Stats::new(),
+                reciprocals: ReciprocalCache::default(),
             })),
             Err(_) => std::ptr::null_mut(),
         }
@@ -190,7 +190,8 @@ unsafe fn create_filter(
     }
     // SAFETY: `out_cap >= needed` writable bytes at a non-NULL `out`, by the contract.
     let out = unsafe { try_zeroed_bytes_mut(out, needed) }?;
-    *out_len = policy.create_filter_into(keys, out)?;
+    policy.write_zeroed_filter(keys, out);
+    *out_len = needed;
     Ok(())
 }
 
@@ -257,7 +258,9 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match_batch(
                 try_filter(filter, filter_len)?,
             )
         };
-        crate::bloom::keys_may_match(keys.iter(), filter, results);
+        for (key, result) in keys.iter().zip(results.iter_mut()) {
+            *result = bloom::query(key, filter, |bits| policy.reciprocals.remainder(bits));
+        }
         policy.stats.record_queries(results);
         Ok(())
     })
