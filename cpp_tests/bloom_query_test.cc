@@ -61,6 +61,35 @@ bool Agree(const leveldb::FilterPolicy& ldb, const leveldb_bloom_policy* rust,
   return true;
 }
 
+// leveldb_bloom_key_may_match_batch over `keys` agrees with LevelDB's KeyMayMatch for each.
+// Counts the keys in `batched`.
+void AgreeBatch(const leveldb::FilterPolicy& ldb, const leveldb_bloom_policy* rust,
+                const uint8_t* filter, size_t len, const std::vector<std::string>& keys,
+                uint64_t* batched, Counts* c, const std::string& where) {
+  std::vector<const char*> ptrs;
+  std::vector<size_t> lens;
+  for (const auto& k : keys) {
+    ptrs.push_back(k.data());
+    lens.push_back(k.size());
+  }
+  std::vector<uint8_t> results(keys.size(), 0x55);
+  ASSERT_EQ(leveldb_bloom_key_may_match_batch(rust, ptrs.data(), lens.data(), keys.size(), filter,
+                                              len, results.data()),
+            LEVELDB_BLOOM_OK);
+  for (size_t i = 0; i < keys.size(); i++) {
+    const bool expected = ldb.KeyMayMatch(
+        leveldb::Slice(keys[i]), leveldb::Slice(reinterpret_cast<const char*>(filter), len));
+    (*batched)++;
+    if (results[i] != static_cast<uint8_t>(expected)) {
+      c->disagreements++;
+      if (c->disagreements <= 10) {
+        ADD_FAILURE() << where << ": batch answer " << int(results[i]) << " for key #" << i << " "
+                      << harness::to_hex(keys[i]) << ", LevelDB " << expected;
+      }
+    }
+  }
+}
+
 // A filter in an allocation of exactly its size.
 struct ExactBuffer {
   explicit ExactBuffer(const std::string& s) : len(s.size()), data(new uint8_t[s.size()]) {
@@ -109,7 +138,7 @@ TEST(BloomQuery, WellFormedFiltersAgreeWithLevelDB) {
   }
 
   Counts inserted, absent;
-  uint64_t filters = 0;
+  uint64_t filters = 0, batched = 0;
   for (uint64_t iter = 0; iter < num_filters && inserted.disagreements + absent.disagreements < 10; iter++) {
     const size_t pi = rng() % bpks.size();
     const size_t n = RandomKeyCount(rng);
@@ -136,13 +165,16 @@ TEST(BloomQuery, WellFormedFiltersAgreeWithLevelDB) {
       for (const auto& k : others) {
         Agree(*ldb[pi], rust[pi].get(), f.data.get(), f.len, k, &absent, where);
       }
+      AgreeBatch(*ldb[pi], rust[pi].get(), f.data.get(), f.len, keys, &batched, &inserted, where);
+      AgreeBatch(*ldb[pi], rust[pi].get(), f.data.get(), f.len, others, &batched, &absent, where);
       filters++;
     }
   }
   PrintCounts("inserted keys", inserted);
   PrintCounts("other keys", absent);
-  std::printf("bloom_query_test: %llu well-formed filters (half LevelDB-built, half Rust-built)\n",
-              static_cast<unsigned long long>(filters));
+  std::printf("bloom_query_test: %llu well-formed filters (half LevelDB-built, half Rust-built);"
+              " %llu keys also compared through leveldb_bloom_key_may_match_batch\n",
+              static_cast<unsigned long long>(filters), static_cast<unsigned long long>(batched));
   EXPECT_EQ(inserted.disagreements + absent.disagreements, 0u);
   // A Bloom filter never forgets an inserted key (LevelDB's answer on both filters).
   EXPECT_EQ(inserted.no_match, 0u);
@@ -163,7 +195,7 @@ TEST(BloomQuery, MalformedFiltersAgreeWithLevelDB) {
   const char* const kFills[] = {"random", "zero", "0xff"};
 
   Counts counts;
-  uint64_t filters = 0;
+  uint64_t filters = 0, batched = 0;
   std::vector<std::string> keys;
   for (int bpk : kBpks) {
     std::unique_ptr<const leveldb::FilterPolicy> ldb(leveldb::NewBloomFilterPolicy(bpk));
@@ -186,6 +218,7 @@ TEST(BloomQuery, MalformedFiltersAgreeWithLevelDB) {
           keys.assign(1, std::string());
           for (int i = 0; i < 64; i++) keys.push_back(harness::random_key(rng, 12));
           for (const auto& k : keys) Agree(*ldb, rust.get(), f.data.get(), f.len, k, &counts, where);
+          AgreeBatch(*ldb, rust.get(), f.data.get(), f.len, keys, &batched, &counts, where);
           filters++;
           if (counts.disagreements >= 10) break;
         }
@@ -203,14 +236,17 @@ TEST(BloomQuery, MalformedFiltersAgreeWithLevelDB) {
     harness::RustPolicy rust(10);
     const std::string where = "random filter of " + std::to_string(s.size()) + " bytes, k " +
                               std::to_string(int(s.back())) + " (seed " + std::to_string(seed) + ")";
-    for (int j = 0; j < 64; j++) {
-      Agree(*ldb, rust.get(), f.data.get(), f.len, harness::random_key(rng, 40), &counts, where);
-    }
+    keys.clear();
+    for (int j = 0; j < 64; j++) keys.push_back(harness::random_key(rng, 40));
+    for (const auto& k : keys) Agree(*ldb, rust.get(), f.data.get(), f.len, k, &counts, where);
+    AgreeBatch(*ldb, rust.get(), f.data.get(), f.len, keys, &batched, &counts, where);
     filters++;
   }
 
   PrintCounts("malformed/random filters", counts);
-  std::printf("bloom_query_test: %llu malformed/random filters\n", static_cast<unsigned long long>(filters));
+  std::printf("bloom_query_test: %llu malformed/random filters; %llu keys also compared through"
+              " leveldb_bloom_key_may_match_batch\n",
+              static_cast<unsigned long long>(filters), static_cast<unsigned long long>(batched));
   EXPECT_EQ(counts.disagreements, 0u);
   EXPECT_GT(counts.may_match, 0u);
   EXPECT_GT(counts.no_match, 0u);

@@ -284,6 +284,24 @@ uint64_t compare_queries(const leveldb::FilterPolicy* stock, const leveldb_bloom
   const leveldb::Slice contents(copy.get(), block.size());
   leveldb::FilterBlockReader reader(stock, contents);
   uint64_t mismatches = 0;
+  // Every (offset, key) pair also goes through the batch call, in one batch.
+  std::vector<uint64_t> batch_offsets;
+  std::vector<const char*> batch_keys;
+  std::vector<size_t> batch_lens;
+  for (uint64_t off : offsets) {
+    for (const std::string& key : keys) {
+      batch_offsets.push_back(off);
+      batch_keys.push_back(key.data());
+      batch_lens.push_back(key.size());
+    }
+  }
+  std::vector<uint8_t> batch(batch_keys.size(), 0x55);
+  EXPECT_EQ(leveldb_bloom_filter_block_may_match_batch(
+                rust, reinterpret_cast<const uint8_t*>(copy.get()), block.size(),
+                batch_offsets.data(), batch_keys.data(), batch_lens.data(), batch_keys.size(),
+                batch.data()),
+            LEVELDB_BLOOM_OK);
+  size_t batch_index = 0;
   for (uint64_t off : offsets) {
     for (const std::string& key : keys) {
       const bool want = reader.KeyMayMatch(off, leveldb::Slice(key));
@@ -292,6 +310,15 @@ uint64_t compare_queries(const leveldb::FilterPolicy* stock, const leveldb_bloom
           key.size());
       counts->queries++;
       counts->no_match += !want;
+      const uint8_t batch_answer = batch[batch_index++];
+      if (batch_answer != static_cast<uint8_t>(want)) {
+        if (++mismatches <= 3) {
+          ADD_FAILURE() << what << ": FilterBlockReader::KeyMayMatch=" << want
+                        << " but leveldb_bloom_filter_block_may_match_batch gave "
+                        << int(batch_answer) << " at block_offset " << off << ", key "
+                        << harness::to_hex(key);
+        }
+      }
       if (want != got) {
         if (++mismatches <= 3) {
           ADD_FAILURE() << what << ": FilterBlockReader::KeyMayMatch=" << want

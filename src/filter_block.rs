@@ -4,7 +4,7 @@
 //! u32, then the offset of that array as a u32, then one byte `base_lg` (11). Filter `i`
 //! covers the data blocks whose offsets fall in `[i << base_lg, (i + 1) << base_lg)`.
 
-use crate::bloom::BloomPolicy;
+use crate::bloom::{BloomPolicy, HASH_GROUP, ProbeStart};
 use crate::error::Error;
 use crate::remainder::Remainder;
 
@@ -207,31 +207,66 @@ impl<'a> FilterBlockReader<'a> {
         key: &[u8],
         remainder: impl FnOnce(u64) -> Remainder,
     ) -> bool {
+        match self.filter_for(block_offset) {
+            Ok(filter) => crate::bloom::query(key, filter, remainder),
+            Err(answer) => answer,
+        }
+    }
+
+    /// The Bloom filter that covers `block_offset`, or the answer every key gets when none
+    /// does (format rules as for [`key_may_match`](Self::key_may_match)).
+    fn filter_for(&self, block_offset: u64) -> Result<&[u8], bool> {
         let index = block_offset >> (self.base_lg % 64);
         if index >= self.num as u64 {
-            return true;
+            return Err(true);
         }
         let index = index as usize;
         let start = read_u32(self.offsets, 4 * index) as usize;
         let limit = read_u32(self.offsets, 4 * index + 4) as usize;
         if start <= limit && limit <= self.filters.len() {
-            crate::bloom::query(key, &self.filters[start..limit], remainder)
+            Ok(&self.filters[start..limit])
         } else {
-            start != limit
+            Err(start != limit)
         }
     }
-}
 
-impl FilterBlockReader<'_> {
     /// [`key_may_match`](Self::key_may_match) for many `(block_offset, key)` queries:
-    /// `results[i]` answers query `i`. Queries past `results.len()` are not read.
+    /// `results[i]` answers query `i`. Queries past `results.len()` are not read. Faster
+    /// than one call per query: keys are hashed in groups, so their hashes overlap.
     pub fn keys_may_match<'k>(
         &self,
         queries: impl IntoIterator<Item = (u64, &'k [u8])>,
         results: &mut [bool],
     ) {
-        for ((block_offset, key), result) in queries.into_iter().zip(results) {
-            *result = self.key_may_match(block_offset, key);
+        self.query_batch(queries, results, Remainder::new)
+    }
+
+    /// [`keys_may_match`](Self::keys_may_match), with the remainders for filters' bit
+    /// counts supplied by the caller (the C API's policies cache them).
+    pub(crate) fn query_batch<'k>(
+        &self,
+        queries: impl IntoIterator<Item = (u64, &'k [u8])>,
+        results: &mut [bool],
+        remainder: impl Fn(u64) -> Remainder,
+    ) {
+        let mut queries = queries.into_iter();
+        let mut hashed = [(0u64, ProbeStart::default()); HASH_GROUP];
+        for results in results.chunks_mut(HASH_GROUP) {
+            let mut n = 0;
+            for (slot, (offset, key)) in hashed.iter_mut().zip(queries.by_ref().take(results.len()))
+            {
+                *slot = (offset, ProbeStart::of(key));
+                n += 1;
+            }
+            for (result, &(offset, start)) in results.iter_mut().zip(&hashed[..n]) {
+                *result = match self.filter_for(offset) {
+                    Ok(filter) => crate::bloom::query_hashed(start, filter, &remainder),
+                    Err(answer) => answer,
+                };
+            }
+            if n < results.len() {
+                break;
+            }
         }
     }
 }
@@ -304,6 +339,30 @@ mod tests {
         assert_eq!(b.finish().unwrap(), &first[..]);
         assert_eq!(b.add_key(b"x"), Err(Error::AlreadyFinished));
         assert_eq!(b.start_block(1 << 20), Err(Error::AlreadyFinished));
+    }
+
+    #[test]
+    fn batch_answers_equal_single_answers() {
+        let mut b = builder();
+        let keys: Vec<Vec<u8>> = (0..100u32).map(|i| i.to_le_bytes().to_vec()).collect();
+        for (i, key) in keys.iter().enumerate() {
+            b.start_block(i as u64 * 700).unwrap();
+            b.add_key(key).unwrap();
+        }
+        let block = b.finish().unwrap().to_vec();
+        for block in [&block[..], &block[..block.len() - 3], b"", &[0xff; 12]] {
+            let r = FilterBlockReader::new(block);
+            let queries: Vec<(u64, &[u8])> = (0..100)
+                .map(|i| ((i as u64 * 997) % 80_000, keys[(i * 7) % 100].as_slice()))
+                .collect();
+            let mut results = vec![false; queries.len()];
+            r.keys_may_match(queries.iter().copied(), &mut results);
+            let single: Vec<bool> = queries
+                .iter()
+                .map(|&(o, k)| r.key_may_match(o, k))
+                .collect();
+            assert_eq!(results, single);
+        }
     }
 
     #[test]

@@ -217,9 +217,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match_batch(
         };
         let reader = FilterBlockReader::new(block);
         let queries = offsets.iter().copied().zip(keys.iter());
-        for ((offset, key), result) in queries.zip(results.iter_mut()) {
-            *result = reader.query(offset, key, |bits| policy.reciprocals.remainder(bits));
-        }
+        reader.query_batch(queries, results, |bits| policy.reciprocals.remainder(bits));
         policy.stats.record_queries(results);
         Ok(())
     })

@@ -258,9 +258,9 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match_batch(
                 try_filter(filter, filter_len)?,
             )
         };
-        for (key, result) in keys.iter().zip(results.iter_mut()) {
-            *result = bloom::query(key, filter, |bits| policy.reciprocals.remainder(bits));
-        }
+        bloom::query_batch(keys.iter(), filter, results, |bits| {
+            policy.reciprocals.remainder(bits)
+        });
         policy.stats.record_queries(results);
         Ok(())
     })
