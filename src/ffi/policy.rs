@@ -31,6 +31,7 @@ impl leveldb_bloom_policy {
     }
 
     /// Answers a query, counting it.
+    #[inline]
     pub(crate) fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
         let may_match = bloom::query(key, filter, |bits| self.reciprocals.remainder(bits));
         self.stats.record_query(may_match);

@@ -1,0 +1,431 @@
+// db_bench: a LevelDB database end to end, with stock LevelDB 1.23's Bloom filter policy and
+// with leveldb-bloom's drop-in object, in one process.
+//
+// Workload (defaults): 1,000,000 keys of 16 bytes ("k" + 15 decimal digits of 2*i, so the
+// absent keys 2*i+1 lie between present ones and every absent lookup lands inside some
+// table's key range, where the filter decides) with 100-byte pseudo-random values, written
+// in RANDOM order with one Put each (default WriteOptions), then CompactRange over everything
+// (twice: see Fill).
+// Each policy fills its own database (separate directories; the policy going first alternates
+// across fill repetitions; the last fill's databases are kept for the reads). Reads: repetition
+// r reopens database r % 2 once with each policy (so both policies read the same files, with
+// the same layout and page cache; each database is read by both, which also shows they are
+// interchangeable), the policy going first alternating every two repetitions. Default Options
+// (8 MiB block cache, snappy, 4 MiB write buffer). A warm-up of random reads opens every table,
+// then random present keys and random absent keys are timed. Every read is checked: present
+// keys return their value, absent keys NotFound. The drop-in's statistics prove which policy
+// served: the drop-in counts filter queries while it reads, stock LevelDB must leave them at 0
+// (and must build no filter of the drop-in's while it fills).
+//
+// Usage: leveldb_bloom_db_bench [--quick] [--dir DIR] [--keys N] [--reads N] [--reps N]
+//                               [--fill-reps N] [--keep]
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <leveldb/db.h>
+#include <leveldb/filter_policy.h>
+#include <leveldb/options.h>
+#include <leveldb/slice.h>
+#include <leveldb/status.h>
+
+#include "bench_common.h"
+#include "leveldb_bloom.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using bench::Fail;
+using bench::NowNs;
+using bench::Rng;
+
+constexpr size_t kKeyLen = 16;
+constexpr size_t kValueLen = 100;
+
+struct Config {
+  uint64_t keys = 1000000;
+  uint64_t reads = 200000;  // present reads and as many absent reads, per repetition
+  int reps = 8;
+  int fill_reps = 3;
+  std::string dir;
+  bool keep = false;
+  bool quick = false;
+};
+
+void KeyOf(uint64_t n, char* out) {  // "k" + 15 digits of n
+  out[0] = 'k';
+  for (int i = 15; i >= 1; i--) {
+    out[i] = static_cast<char>('0' + n % 10);
+    n /= 10;
+  }
+}
+
+void ValueOf(uint64_t i, char* out) {
+  Rng r(0x7a1e0000ull ^ (i * 0x9e3779b97f4a7c15ull));
+  r.Fill(out, kValueLen);
+}
+
+void Check(const leveldb::Status& s, const char* what) {
+  if (!s.ok()) Fail("%s: %s", what, s.ToString().c_str());
+}
+
+enum Side { kStock = 0, kDropIn = 1 };
+const char* const kSideName[2] = {"stock LevelDB", "drop-in"};
+
+struct Sample {
+  std::vector<char> keys;      // n * kKeyLen, contiguous
+  std::vector<uint64_t> index;  // the key index of each (present samples: value index)
+};
+
+Sample MakeSample(uint64_t n, uint64_t keys, bool present, Rng& rng) {
+  Sample s;
+  s.keys.resize(n * kKeyLen);
+  s.index.resize(n);
+  for (uint64_t j = 0; j < n; j++) {
+    uint64_t i = rng.Below(keys);
+    s.index[j] = i;
+    KeyOf(present ? 2 * i : 2 * i + 1, s.keys.data() + j * kKeyLen);
+  }
+  return s;
+}
+
+leveldb::DB* Open(const std::string& dir, const leveldb::FilterPolicy* policy, bool create) {
+  leveldb::Options o;
+  o.filter_policy = policy;
+  o.create_if_missing = create;
+  o.error_if_exists = create;
+  leveldb::DB* db = nullptr;
+  Check(leveldb::DB::Open(o, dir, &db), ("open " + dir).c_str());
+  return db;
+}
+
+leveldb_bloom_stats Stats() {
+  leveldb_bloom_stats s;
+  if (leveldb_bloom_global_stats(&s) != LEVELDB_BLOOM_OK) Fail("leveldb_bloom_global_stats");
+  return s;
+}
+
+struct FillResult {
+  double fill_s, compact_s;
+  uint64_t filters_built;  // by the drop-in's library during fill and compaction
+};
+
+FillResult Fill(const std::string& dir, const leveldb::FilterPolicy* policy,
+                const std::vector<uint32_t>& order) {
+  leveldb_bloom_stats before = Stats();
+  leveldb::DB* db = Open(dir, policy, true);
+  char key[kKeyLen], value[kValueLen];
+  leveldb::WriteOptions wo;
+  uint64_t t0 = NowNs();
+  for (uint32_t i : order) {
+    KeyOf(2 * uint64_t{i}, key);
+    ValueOf(i, value);
+    Check(db->Put(wo, leveldb::Slice(key, kKeyLen), leveldb::Slice(value, kValueLen)), "put");
+  }
+  uint64_t t1 = NowNs();
+  // The first CompactRange leaves everything in level 2, 10% over its 100 MB budget, so a
+  // background compaction then moves some files on to level 3, at a moment that depends on
+  // thread timing. The second pushes all of level 2 into level 3: one level, the same tables
+  // for both policies whatever the timing, and no further compaction pending.
+  db->CompactRange(nullptr, nullptr);
+  db->CompactRange(nullptr, nullptr);
+  uint64_t t2 = NowNs();
+  delete db;
+  leveldb_bloom_stats after = Stats();
+  return {(t1 - t0) / 1e9, (t2 - t1) / 1e9, after.filters_built - before.filters_built};
+}
+
+struct ReadResult {
+  double present_us, absent_us;
+  uint64_t queries_present, queries_absent, no_match_absent;  // drop-in's counters
+};
+
+ReadResult Read(const std::string& dir, const leveldb::FilterPolicy* policy, const Sample& warm,
+                const Sample& present, const Sample& absent) {
+  leveldb::DB* db = Open(dir, policy, false);
+  leveldb::ReadOptions ro;
+  std::string v;
+  char expect[kValueLen];
+  uint64_t found = 0;
+  for (size_t j = 0; j < warm.index.size(); j++) {
+    found += db->Get(ro, leveldb::Slice(warm.keys.data() + j * kKeyLen, kKeyLen), &v).ok();
+  }
+  if (found != warm.index.size()) Fail("warm-up: %zu of %zu present keys found", size_t(found), warm.index.size());
+
+  ReadResult r{};
+  leveldb_bloom_stats s0 = Stats();
+  uint64_t t0 = NowNs();
+  for (size_t j = 0; j < present.index.size(); j++) {
+    leveldb::Status st = db->Get(ro, leveldb::Slice(present.keys.data() + j * kKeyLen, kKeyLen), &v);
+    ValueOf(present.index[j], expect);
+    if (!st.ok() || v.size() != kValueLen || std::memcmp(v.data(), expect, kValueLen) != 0) {
+      Fail("%s: present key %llu: %s, value of %zu bytes%s", dir.c_str(),
+           static_cast<unsigned long long>(2 * present.index[j]), st.ToString().c_str(), v.size(),
+           st.ok() ? " differs" : "");
+    }
+  }
+  uint64_t t1 = NowNs();
+  leveldb_bloom_stats s1 = Stats();
+  uint64_t not_found = 0;
+  for (size_t j = 0; j < absent.index.size(); j++) {
+    leveldb::Status st = db->Get(ro, leveldb::Slice(absent.keys.data() + j * kKeyLen, kKeyLen), &v);
+    if (!st.IsNotFound()) {
+      Fail("%s: absent key %llu: %s", dir.c_str(),
+           static_cast<unsigned long long>(2 * absent.index[j] + 1), st.ToString().c_str());
+    }
+    not_found++;
+  }
+  uint64_t t2 = NowNs();
+  leveldb_bloom_stats s2 = Stats();
+  delete db;
+  bench::g_sink = bench::g_sink + not_found + found;
+  r.present_us = (t1 - t0) / 1e3 / present.index.size();
+  r.absent_us = (t2 - t1) / 1e3 / absent.index.size();
+  r.queries_present = s1.queries - s0.queries;
+  r.queries_absent = s2.queries - s1.queries;
+  r.no_match_absent = s2.no_match - s1.no_match;
+  return r;
+}
+
+std::vector<fs::path> TableFiles(const std::string& dir) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".ldb" || e.path().extension() == ".sst") files.push_back(e.path());
+  }
+  // By file number (names are zero-padded numbers).
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string Layout(const std::string& dir, const leveldb::FilterPolicy* policy) {
+  leveldb::DB* db = Open(dir, policy, false);
+  std::string out;
+  for (int level = 0; level < 7; level++) {
+    std::string v;
+    db->GetProperty("leveldb.num-files-at-level" + std::to_string(level), &v);
+    out += (level ? "/" : "") + v;
+  }
+  delete db;
+  uint64_t bytes = 0;
+  for (const auto& f : TableFiles(dir)) bytes += fs::file_size(f);
+  char b[64];
+  std::snprintf(b, sizeof b, " files per level 0-6, %.1f MiB of tables", bytes / 1048576.0);
+  return out + b;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string List(const std::vector<double>& v, const char* fmt) {
+  std::string s;
+  for (double x : v) {
+    char b[32];
+    std::snprintf(b, sizeof b, fmt, x);
+    s += (s.empty() ? "" : " ") + std::string(b);
+  }
+  return s;
+}
+
+void Usage() {
+  std::printf(
+      "usage: leveldb_bloom_db_bench [--quick] [--dir DIR] [--keys N] [--reads N] [--reps N]\n"
+      "                              [--fill-reps N] [--keep]\n"
+      "  --quick        20,000 keys, 5,000 reads, 2 read repetitions, 1 fill (smoke test)\n"
+      "  --dir DIR      where the databases go (default: a new directory under $TMPDIR or /tmp,\n"
+      "                 removed at the end)\n"
+      "  --keys N       keys in each database (default 1000000)\n"
+      "  --reads N      present reads, and as many absent reads, per repetition (default 200000)\n"
+      "  --reps N       read repetitions (default 8), --fill-reps N fills per policy (default 3)\n"
+      "  --keep         keep the databases\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config cfg;
+  bool keys_set = false, reads_set = false, reps_set = false, fill_set = false;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        Usage();
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--quick") cfg.quick = true;
+    else if (a == "--dir") cfg.dir = value();
+    else if (a == "--keys") cfg.keys = std::strtoull(value(), nullptr, 10), keys_set = true;
+    else if (a == "--reads") cfg.reads = std::strtoull(value(), nullptr, 10), reads_set = true;
+    else if (a == "--reps") cfg.reps = std::atoi(value()), reps_set = true;
+    else if (a == "--fill-reps") cfg.fill_reps = std::atoi(value()), fill_set = true;
+    else if (a == "--keep") cfg.keep = true;
+    else if (a == "--help" || a == "-h") {
+      Usage();
+      return 0;
+    } else {
+      Usage();
+      return 2;
+    }
+  }
+  if (cfg.quick) {
+    if (!keys_set) cfg.keys = 20000;
+    if (!reads_set) cfg.reads = 5000;
+    if (!reps_set) cfg.reps = 2;
+    if (!fill_set) cfg.fill_reps = 1;
+  }
+  cfg.reps = std::max(cfg.reps, 1);
+  cfg.fill_reps = std::max(cfg.fill_reps, 1);
+  if (cfg.keys == 0 || cfg.keys > UINT32_MAX || cfg.reads == 0) Fail("bad --keys or --reads");
+
+  const uint64_t start = NowNs();
+  bench::PrintMachine("leveldb_bloom_db_bench: LevelDB 1.23 database, stock Bloom policy vs drop-in");
+
+  // Where the databases go.
+  bool made_dir = false;
+  if (cfg.dir.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/leveldb_bloom_db_bench.XXXXXX";
+    std::vector<char> t(templ.begin(), templ.end());
+    t.push_back('\0');
+    if (mkdtemp(t.data()) == nullptr) Fail("mkdtemp %s failed", templ.c_str());
+    cfg.dir = t.data();
+    made_dir = true;
+  } else {
+    fs::create_directories(cfg.dir);
+  }
+  const std::string dbdir[2] = {cfg.dir + "/stock", cfg.dir + "/dropin"};
+  for (const auto& d : dbdir) fs::remove_all(d);  // ours, from an earlier run
+
+  bench::Policies pol = bench::MakePolicies(10, true);
+  const leveldb::FilterPolicy* policy[2] = {pol.stock, pol.dropin};
+
+  std::printf(
+      "workload: %llu keys of %zu bytes (k + 15 digits of 2i; absent keys 2i+1 interleaved),\n"
+      "  %zu-byte random values, written in random order, one Put each, then CompactRange x2 (all in one level);\n"
+      "  each policy its own database (bits per key 10) under %s; default Options\n"
+      "  (8 MiB block cache, snappy); %d fill(s) per policy, %d read repetitions of %llu random\n"
+      "  present and %llu random absent Gets; repetition r: both policies read database r %% 2\n"
+      "  (reopened for each), which policy goes first alternating every two repetitions.\n",
+      static_cast<unsigned long long>(cfg.keys), kKeyLen, kValueLen, cfg.dir.c_str(),
+      cfg.fill_reps, cfg.reps, static_cast<unsigned long long>(cfg.reads),
+      static_cast<unsigned long long>(cfg.reads));
+  std::fflush(stdout);
+
+  // --- Fill and compact.
+  std::vector<uint32_t> order(cfg.keys);
+  for (uint32_t i = 0; i < cfg.keys; i++) order[i] = i;
+  Rng rng(0xdb0be7c4);
+  bench::Shuffle(order.data(), order.size(), rng);
+  std::vector<double> fill_s[2], compact_s[2];
+  for (int rep = 0; rep < cfg.fill_reps; rep++) {
+    for (int k = 0; k < 2; k++) {
+      int side = (rep + k) % 2;
+      fs::remove_all(dbdir[side]);
+      FillResult f = Fill(dbdir[side], policy[side], order);
+      fill_s[side].push_back(f.fill_s);
+      compact_s[side].push_back(f.compact_s);
+      if (side == kStock && f.filters_built != 0) {
+        Fail("stock LevelDB's fill made the drop-in build %llu filters: the stock policy is not stock",
+             static_cast<unsigned long long>(f.filters_built));
+      }
+      if (side == kDropIn && f.filters_built == 0) Fail("the drop-in built no filter during its fill");
+      std::printf("fill %d, %-13s: fill %.2f s, compact %.2f s%s\n", rep + 1, kSideName[side],
+                  f.fill_s, f.compact_s,
+                  side == kDropIn ? (" (" + std::to_string(f.filters_built) + " filters built by the drop-in)").c_str() : "");
+      std::fflush(stdout);
+    }
+  }
+  order.clear();
+  order.shrink_to_fit();
+
+  // --- Layout. (Table boundaries depend on compaction timing: two fills with the same policy
+  // do not give byte-identical tables either, so the layouts are only shown.)
+  for (int side = 0; side < 2; side++) {
+    std::printf("layout, database written by %-13s: %s\n", kSideName[side],
+                Layout(dbdir[side], policy[side]).c_str());
+  }
+
+  // --- Reads. Repetition r reads database r % 2 with both policies (each database is read by
+  // both: the same files, page cache and layout for the two policies), the policy going first
+  // alternating every two repetitions so that order and database are not confounded.
+  std::vector<double> present_us[2], absent_us[2];
+  const uint64_t warm_n = std::min<uint64_t>(cfg.reads / 4 + 1, 20000);
+  for (int rep = 0; rep < cfg.reps; rep++) {
+    const int db = rep % 2;
+    const int first = (rep / 2) % 2;
+    Rng r(0x5a3e7 + rep);
+    Sample warm = MakeSample(warm_n, cfg.keys, true, r);
+    Sample present = MakeSample(cfg.reads, cfg.keys, true, r);
+    Sample absent = MakeSample(cfg.reads, cfg.keys, false, r);
+    for (int k = 0; k < 2; k++) {
+      int side = (first + k) % 2;
+      ReadResult rr = Read(dbdir[db], policy[side], warm, present, absent);
+      present_us[side].push_back(rr.present_us);
+      absent_us[side].push_back(rr.absent_us);
+      if (side == kStock && (rr.queries_present | rr.queries_absent) != 0) {
+        Fail("the drop-in answered %llu queries while stock LevelDB read",
+             static_cast<unsigned long long>(rr.queries_present + rr.queries_absent));
+      }
+      // Every present Get asks the filter of the table holding its key; an absent key that
+      // falls in the gap between two tables of the level asks none.
+      if (side == kDropIn && (rr.queries_present < cfg.reads || rr.queries_absent < cfg.reads * 9 / 10)) {
+        Fail("the drop-in answered %llu/%llu filter queries for %llu present/absent reads",
+             static_cast<unsigned long long>(rr.queries_present),
+             static_cast<unsigned long long>(rr.queries_absent),
+             static_cast<unsigned long long>(cfg.reads));
+      }
+      std::printf("read %d, db of %-7s, %-13s: present %.3f us/get, absent %.3f us/get", rep + 1,
+                  db == kStock ? "stock" : "drop-in", kSideName[side], rr.present_us, rr.absent_us);
+      if (side == kDropIn) {
+        std::printf(" (drop-in: %llu + %llu filter queries, %.1f%% of absent Gets stopped by the filter)",
+                    static_cast<unsigned long long>(rr.queries_present),
+                    static_cast<unsigned long long>(rr.queries_absent),
+                    100.0 * rr.no_match_absent / cfg.reads);
+      }
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+  }
+
+  // --- Summary.
+  std::printf("\n%-26s %14s %14s %12s   %s\n", "median", "stock LevelDB", "drop-in",
+              "stock/dropin", "(each repetition: stock | drop-in)");
+  auto row = [&](const char* what, const std::vector<double>* v, const char* fmt) {
+    double a = Median(v[0]), b = Median(v[1]);
+    std::printf("%-26s %14.3f %14.3f %12.3f   %s | %s\n", what, a, b, b > 0 ? a / b : 0,
+                List(v[0], fmt).c_str(), List(v[1], fmt).c_str());
+  };
+  row("fill (s)", fill_s, "%.2f");
+  row("compact (s)", compact_s, "%.2f");
+  row("read present (us/get)", present_us, "%.3f");
+  row("read absent (us/get)", absent_us, "%.3f");
+  std::printf("(stock/dropin > 1: the drop-in is faster)\n");
+  std::printf("all reads checked: %d x %llu present keys with their values, %d x %llu absent keys NotFound, per policy\n",
+              cfg.reps, static_cast<unsigned long long>(cfg.reads), cfg.reps,
+              static_cast<unsigned long long>(cfg.reads));
+
+  delete pol.dropin;
+  delete pol.stock;
+  if (!cfg.keep) {
+    for (const auto& d : dbdir) fs::remove_all(d);
+    if (made_dir) fs::remove(cfg.dir);
+  }
+  std::printf("peak memory (ru_maxrss): %.1f MiB; run time %.1f s; load average at end %s\n",
+              bench::PeakRssMiB(), (NowNs() - start) / 1e9, bench::LoadAvg().c_str());
+  return 0;
+}
