@@ -38,7 +38,9 @@ fn filters(c: &mut Criterion) {
             let mut out = Vec::with_capacity(filter.len());
             b.iter(|| {
                 out.clear();
-                policy.create_filter(black_box(&present), &mut out).expect("filter");
+                policy
+                    .create_filter(black_box(&present), &mut out)
+                    .expect("filter");
                 black_box(&out);
             })
         });
@@ -73,7 +75,9 @@ fn filter_blocks(c: &mut Criterion) {
     let keys = keys(30_000, 3);
     let mut builder = FilterBlockBuilder::new(policy);
     for (i, chunk) in keys.chunks(30).enumerate() {
-        builder.start_block(i as u64 * 4096).expect("offsets increase");
+        builder
+            .start_block(i as u64 * 4096)
+            .expect("offsets increase");
         for key in chunk {
             builder.add_key(key).expect("open builder");
         }
