@@ -8,9 +8,38 @@ use super::status::leveldb_bloom_status::{self, *};
 /// An entry point's outcome before it becomes a C status code.
 pub(crate) type FfiResult<T> = Result<T, leveldb_bloom_status>;
 
-/// Runs `body`; a panic inside becomes `on_panic` instead of unwinding into C.
+/// Runs `body`; a panic inside becomes `on_panic` instead of unwinding into C. Every entry
+/// point runs its work through this (or the helpers below).
 pub(crate) fn guard<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or(on_panic)
+    catch_unwind(AssertUnwindSafe(|| {
+        #[cfg(feature = "panic-injection")]
+        panic_injection::panic_if_armed();
+        body()
+    }))
+    .unwrap_or(on_panic)
+}
+
+/// Test support (cargo feature `panic-injection`, never in a release): makes the next
+/// guarded call on this thread panic inside the guard, to show what each entry point
+/// answers when a bug inside the library panics.
+#[cfg(feature = "panic-injection")]
+pub mod panic_injection {
+    use std::cell::Cell;
+
+    thread_local! {
+        static ARMED: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// The next guarded call on this thread panics.
+    pub fn arm() {
+        ARMED.set(true);
+    }
+
+    pub(crate) fn panic_if_armed() {
+        if ARMED.replace(false) {
+            panic!("panic injected for a test");
+        }
+    }
 }
 
 /// Runs `body` as an entry point that returns a status code.
@@ -98,6 +127,24 @@ pub(crate) unsafe fn try_results<'a>(ptr: *mut u8, len: usize) -> FfiResult<&'a 
     // SAFETY: every byte is 1, a valid `bool`, and `bool` has the size and alignment of `u8`;
     // the slice takes over the exclusive borrow of `bytes`.
     Ok(unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<bool>(), len) })
+}
+
+/// Passes `status` through; if it is an error, first sets every result to 1 ("may match")
+/// when `results` is usable, so that an answer can never read "no match" by accident, even
+/// after a panic inside the batch. Works outside any guard: it cannot panic.
+///
+/// # Safety
+/// A non-NULL `results` points to `len` writable bytes.
+pub(crate) unsafe fn results_may_match_on_error(
+    status: libc::c_int,
+    results: *mut u8,
+    len: usize,
+) -> libc::c_int {
+    if status != LEVELDB_BLOOM_OK as libc::c_int {
+        // SAFETY: forwarded from this function's contract.
+        let _ = unsafe { try_results(results, len) };
+    }
+    status
 }
 
 /// Refuses what `slice::from_raw_parts` may not be given: a misaligned pointer, or more

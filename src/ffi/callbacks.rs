@@ -41,17 +41,19 @@ pub unsafe extern "C" fn leveldb_bloom_cb_create_filter(
     num_keys: c_int,
     filter_length: *mut usize,
 ) -> *mut c_char {
-    guard(std::ptr::null_mut(), || {
-        if filter_length.is_null() {
-            return std::ptr::null_mut();
-        }
+    if filter_length.is_null() {
+        return std::ptr::null_mut();
+    }
+    // Only the build is guarded: whatever happens in it, LevelDB gets a length and a filter
+    // (an empty one would make LevelDB answer "no match" for every key: data loss).
+    let built = guard(Err(LEVELDB_BLOOM_ERR_PANIC), || {
         // SAFETY: forwarded from this function's contract.
-        let built = unsafe { malloc_filter(state.cast(), key_array, key_length_array, num_keys) };
-        let (filter, len) = built.unwrap_or_else(|_| malloc_copy(&ALWAYS_MATCH_FILTER));
-        // SAFETY: checked non-NULL above; the caller guarantees it is writable.
-        unsafe { *filter_length = len };
-        filter.cast()
-    })
+        unsafe { malloc_filter(state.cast(), key_array, key_length_array, num_keys) }
+    });
+    let (filter, len) = built.unwrap_or_else(|_| malloc_copy(&ALWAYS_MATCH_FILTER));
+    // SAFETY: checked non-NULL above; the caller guarantees it is writable.
+    unsafe { *filter_length = len };
+    filter.cast()
 }
 
 /// Builds the filter straight into a `malloc`ed buffer.
@@ -126,5 +128,5 @@ pub unsafe extern "C" fn leveldb_bloom_cb_key_may_match(
 #[unsafe(no_mangle)]
 pub extern "C" fn leveldb_bloom_cb_name(state: *mut c_void) -> *const c_char {
     let _ = state;
-    POLICY_NAME.as_ptr()
+    guard(POLICY_NAME.as_ptr(), || POLICY_NAME.as_ptr())
 }

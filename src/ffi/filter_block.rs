@@ -3,7 +3,7 @@
 use std::ffi::{c_char, c_int};
 
 use super::boundary::{FfiResult, KeyArray, guard, guard_query, guard_status};
-use super::boundary::{try_mut, try_ref, try_results, try_slice};
+use super::boundary::{results_may_match_on_error, try_mut, try_ref, try_results, try_slice};
 use super::policy::{leveldb_bloom_policy, try_filter};
 use crate::error::Error;
 use crate::filter_block::{FilterBlockBuilder, FilterBlockReader};
@@ -203,7 +203,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match_batch(
     num_keys: usize,
     results: *mut u8,
 ) -> c_int {
-    guard_status(|| {
+    let status = guard_status(|| {
         // SAFETY: the caller guarantees `results` holds `num_keys` writable bytes.
         let results = unsafe { try_results(results, num_keys) }?;
         // SAFETY: the caller's guarantees for the policy, the block, offsets and keys.
@@ -220,5 +220,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match_batch(
         reader.query_batch(queries, results, |bits| policy.reciprocals.remainder(bits));
         policy.stats.record_queries(results);
         Ok(())
-    })
+    });
+    // SAFETY: the caller guarantees `results` holds `num_keys` writable bytes.
+    unsafe { results_may_match_on_error(status, results, num_keys) }
 }

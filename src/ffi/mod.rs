@@ -17,6 +17,8 @@ mod filter_block;
 mod boundary;
 
 pub use boundary::leveldb_bloom_slice;
+#[cfg(feature = "panic-injection")]
+pub use boundary::panic_injection;
 pub use callbacks::*;
 pub use filter_block::*;
 pub use policy::*;

@@ -2,8 +2,9 @@
 
 use std::ffi::{CStr, c_char, c_int};
 
+use super::boundary::try_zeroed_bytes_mut;
 use super::boundary::{FfiResult, KeyArray, guard, guard_query, guard_status, try_ref, try_slice};
-use super::boundary::{leveldb_bloom_slice, try_mut, try_results, try_zeroed_bytes_mut};
+use super::boundary::{leveldb_bloom_slice, results_may_match_on_error, try_mut, try_results};
 use super::status::leveldb_bloom_status::{self, *};
 use crate::bloom::{self, BloomPolicy};
 use crate::remainder::ReciprocalCache;
@@ -88,7 +89,7 @@ pub unsafe extern "C" fn leveldb_bloom_policy_name(
     policy: *const leveldb_bloom_policy,
 ) -> *const c_char {
     let _ = policy;
-    POLICY_NAME.as_ptr()
+    guard(POLICY_NAME.as_ptr(), || POLICY_NAME.as_ptr())
 }
 
 /// The number of bytes of the filter for `num_keys` keys (duplicates count), the same as
@@ -248,7 +249,7 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match_batch(
     filter_len: usize,
     results: *mut u8,
 ) -> c_int {
-    guard_status(|| {
+    let status = guard_status(|| {
         // SAFETY: the caller guarantees `results` holds `num_keys` writable bytes.
         let results = unsafe { try_results(results, num_keys) }?;
         // SAFETY: the caller's guarantees for the policy, the keys and the filter.
@@ -264,7 +265,9 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match_batch(
         });
         policy.stats.record_queries(results);
         Ok(())
-    })
+    });
+    // SAFETY: the caller guarantees `results` holds `num_keys` writable bytes.
+    unsafe { results_may_match_on_error(status, results, num_keys) }
 }
 
 /// A filter for a query: unlike a key, a NULL filter is never "empty", it is missing.
@@ -372,10 +375,12 @@ pub extern "C" fn leveldb_bloom_global_stats_reset() {
 /// gets `"unknown status"`.
 #[unsafe(no_mangle)]
 pub extern "C" fn leveldb_bloom_status_message(status: c_int) -> *const c_char {
-    let known = leveldb_bloom_status::ALL
-        .into_iter()
-        .find(|s| *s as c_int == status);
-    known.map_or(c"unknown status", |s| s.message()).as_ptr()
+    guard(LEVELDB_BLOOM_ERR_PANIC.message().as_ptr(), || {
+        let known = leveldb_bloom_status::ALL
+            .into_iter()
+            .find(|s| *s as c_int == status);
+        known.map_or(c"unknown status", |s| s.message()).as_ptr()
+    })
 }
 
 /// The library's version, `"MAJOR.MINOR.PATCH"`, equal to `LEVELDB_BLOOM_VERSION` in the
@@ -387,7 +392,7 @@ pub extern "C" fn leveldb_bloom_version() -> *const c_char {
             Ok(version) => version,
             Err(_) => panic!("the package version has no NUL"),
         };
-    VERSION.as_ptr()
+    guard(VERSION.as_ptr(), || VERSION.as_ptr())
 }
 
 #[cfg(test)]

@@ -1,0 +1,249 @@
+//! No panic crosses the C boundary: with a panic forced inside each entry point's guard
+//! (cargo feature `panic-injection`), each returns its documented answer instead: a status
+//! of LEVELDB_BLOOM_ERR_PANIC, NULL, "may match", an always-match filter, or a static string.
+//! Run with `cargo test --features panic-injection --test panic_injection`.
+#![cfg(feature = "panic-injection")]
+
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ptr::{null, null_mut};
+
+use leveldb_bloom::ffi::leveldb_bloom_status::*;
+use leveldb_bloom::ffi::panic_injection::arm;
+use leveldb_bloom::ffi::*;
+
+const PANIC: c_int = LEVELDB_BLOOM_ERR_PANIC as c_int;
+
+/// Calls `f` with a panic armed for its guarded work.
+fn injected<T>(f: impl FnOnce() -> T) -> T {
+    arm();
+    f()
+}
+
+#[test]
+fn every_entry_point_answers_as_documented_after_a_panic() {
+    // The injected panics are expected; anything else (a failed assertion) is reported.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if info.payload().downcast_ref::<&str>() != Some(&"panic injected for a test") {
+            default_hook(info);
+        }
+    }));
+    let policy = leveldb_bloom_policy_create(10);
+    assert!(!policy.is_null());
+    let keys: [&[u8]; 2] = [b"hello", b"world"];
+    let ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr().cast()).collect();
+    let lens: Vec<usize> = keys.iter().map(|k| k.len()).collect();
+    let slices: Vec<leveldb_bloom_slice> = keys
+        .iter()
+        .map(|k| leveldb_bloom_slice {
+            data: k.as_ptr().cast(),
+            len: k.len(),
+        })
+        .collect();
+    let mut filter = [0u8; 64];
+    let mut len = 0usize;
+    // SAFETY: valid pointers and lengths throughout; every object is destroyed once.
+    unsafe {
+        assert_eq!(
+            leveldb_bloom_create_filter(
+                policy,
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                2,
+                filter.as_mut_ptr(),
+                64,
+                &mut len
+            ),
+            0
+        );
+        let filter = &filter[..len];
+        let absent = (0..1000u32)
+            .map(|i| i.to_le_bytes())
+            .find(|k| {
+                !leveldb_bloom_key_may_match(
+                    policy,
+                    k.as_ptr().cast(),
+                    4,
+                    filter.as_ptr(),
+                    filter.len(),
+                )
+            })
+            .expect("some key is certainly absent");
+
+        assert!(injected(|| leveldb_bloom_policy_create(10)).is_null());
+        let name = |p: *const c_char| CStr::from_ptr(p).to_owned();
+        assert_eq!(
+            name(injected(|| leveldb_bloom_policy_name(policy))),
+            c"leveldb.BuiltinBloomFilter2"
+        );
+        assert_eq!(
+            name(injected(|| leveldb_bloom_cb_name(null_mut()))),
+            c"leveldb.BuiltinBloomFilter2"
+        );
+        assert_eq!(
+            name(injected(|| leveldb_bloom_status_message(0))),
+            c"internal error (a panic was caught)"
+        );
+        assert!(!injected(|| leveldb_bloom_version()).is_null());
+        assert_eq!(injected(|| leveldb_bloom_filter_len(policy, 2)), 0);
+
+        let mut out = [0u8; 64];
+        assert_eq!(
+            injected(|| leveldb_bloom_create_filter(
+                policy,
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                2,
+                out.as_mut_ptr(),
+                64,
+                &mut len
+            )),
+            PANIC
+        );
+        assert_eq!(
+            injected(|| leveldb_bloom_create_filter_slices(
+                policy,
+                slices.as_ptr(),
+                2,
+                out.as_mut_ptr(),
+                64,
+                &mut len
+            )),
+            PANIC
+        );
+
+        // Queries: "may match" even for a key the filter certainly does not hold.
+        assert!(injected(|| leveldb_bloom_key_may_match(
+            policy,
+            absent.as_ptr().cast(),
+            4,
+            filter.as_ptr(),
+            filter.len()
+        )));
+        assert_eq!(
+            injected(|| leveldb_bloom_cb_key_may_match(
+                policy.cast(),
+                absent.as_ptr().cast(),
+                4,
+                filter.as_ptr().cast(),
+                filter.len()
+            )),
+            1
+        );
+        let absent_key = [absent.as_ptr().cast::<c_char>()];
+        let mut results = [0u8; 1];
+        assert_eq!(
+            injected(|| leveldb_bloom_key_may_match_batch(
+                policy,
+                absent_key.as_ptr(),
+                [4usize].as_ptr(),
+                1,
+                filter.as_ptr(),
+                filter.len(),
+                results.as_mut_ptr()
+            )),
+            PANIC
+        );
+        assert_eq!(
+            results,
+            [1],
+            "a panicking batch leaves every answer at may-match"
+        );
+
+        // The callback never hands LevelDB an empty or missing filter.
+        let mut cb_len = 12345usize;
+        let cb = injected(|| {
+            leveldb_bloom_cb_create_filter(
+                policy.cast::<c_void>(),
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                2,
+                &mut cb_len,
+            )
+        });
+        assert!(!cb.is_null());
+        assert_eq!(std::slice::from_raw_parts(cb.cast::<u8>(), cb_len), &[0, 0]);
+        libc::free(cb.cast());
+
+        // Filter blocks.
+        assert!(injected(|| leveldb_bloom_filter_block_builder_create(policy)).is_null());
+        let builder = leveldb_bloom_filter_block_builder_create(policy);
+        assert_eq!(
+            injected(|| leveldb_bloom_filter_block_builder_start_block(builder, 0)),
+            PANIC
+        );
+        assert_eq!(
+            injected(|| leveldb_bloom_filter_block_builder_add_key(builder, ptrs[0], lens[0])),
+            PANIC
+        );
+        let (mut block, mut block_len) = (null(), 0usize);
+        assert_eq!(
+            injected(|| leveldb_bloom_filter_block_builder_finish(
+                builder,
+                &mut block,
+                &mut block_len
+            )),
+            PANIC
+        );
+        assert_eq!(
+            leveldb_bloom_filter_block_builder_start_block(builder, 0),
+            0,
+            "usable after"
+        );
+        assert_eq!(
+            leveldb_bloom_filter_block_builder_add_key(builder, ptrs[0], lens[0]),
+            0
+        );
+        // Window 1 (offsets 2048..4095) gets an empty filter: "no match" there.
+        assert_eq!(
+            leveldb_bloom_filter_block_builder_start_block(builder, 4096),
+            0
+        );
+        assert_eq!(
+            leveldb_bloom_filter_block_builder_finish(builder, &mut block, &mut block_len),
+            0
+        );
+        let offsets = [2048u64]; // an empty filter's window: "no match" without a panic
+        assert!(!leveldb_bloom_filter_block_may_match(
+            policy, block, block_len, 2048, ptrs[0], lens[0]
+        ));
+        assert!(injected(|| leveldb_bloom_filter_block_may_match(
+            policy, block, block_len, 2048, ptrs[0], lens[0]
+        )));
+        let mut results = [0u8; 1];
+        assert_eq!(
+            injected(|| leveldb_bloom_filter_block_may_match_batch(
+                policy,
+                block,
+                block_len,
+                offsets.as_ptr(),
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                1,
+                results.as_mut_ptr()
+            )),
+            PANIC
+        );
+        assert_eq!(results, [1]);
+        injected(|| leveldb_bloom_filter_block_builder_destroy(builder)); // leaks, never crashes
+        leveldb_bloom_filter_block_builder_destroy(leveldb_bloom_filter_block_builder_create(
+            policy,
+        ));
+
+        // Statistics.
+        let mut stats = leveldb_bloom_stats::default();
+        assert_eq!(
+            injected(|| leveldb_bloom_policy_stats(policy, &mut stats)),
+            PANIC
+        );
+        assert_eq!(injected(|| leveldb_bloom_policy_stats_reset(policy)), PANIC);
+        assert_eq!(injected(|| leveldb_bloom_global_stats(&mut stats)), PANIC);
+        injected(|| leveldb_bloom_global_stats_reset());
+
+        // Destruction: a panic there leaks the object but returns normally.
+        injected(|| leveldb_bloom_cb_destructor(leveldb_bloom_policy_create(1).cast()));
+        injected(|| leveldb_bloom_policy_destroy(leveldb_bloom_policy_create(1)));
+        leveldb_bloom_policy_destroy(policy);
+    }
+    let _ = std::panic::take_hook();
+}
