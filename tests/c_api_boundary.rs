@@ -1,0 +1,1025 @@
+//! Every exported function at the edges of its contract: NULL in each pointer argument,
+//! zero and maximal lengths, negative counts for LevelDB's callback API. Each row states the
+//! documented answer; all rows run and every mismatch is reported.
+
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ptr::{null, null_mut};
+
+use leveldb_bloom::ffi::leveldb_bloom_status::*;
+use leveldb_bloom::ffi::*;
+
+/// What a call returned, in a comparable form.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    Status(leveldb_bloom_status),
+    Bool(bool),
+    Size(usize),
+    Null,
+    NotNull,
+    Text(&'static str),
+    /// A malloc'd filter from the create callback: its bytes.
+    Filter(Vec<u8>),
+    /// A status, and the batch results after the call.
+    Batch(leveldb_bloom_status, Vec<u8>),
+    Returned,
+}
+use Answer::*;
+
+const OK: Answer = Status(LEVELDB_BLOOM_OK);
+const NULL_ARG: Answer = Status(LEVELDB_BLOOM_ERR_NULL_ARGUMENT);
+const INVALID: Answer = Status(LEVELDB_BLOOM_ERR_INVALID_ARGUMENT);
+const TOO_SMALL: Answer = Status(LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL);
+const ALWAYS_MATCH_FILTER: [u8; 2] = [0, 0];
+
+fn status(code: c_int) -> Answer {
+    let known = [
+        LEVELDB_BLOOM_OK,
+        LEVELDB_BLOOM_ERR_NULL_ARGUMENT,
+        LEVELDB_BLOOM_ERR_INVALID_ARGUMENT,
+        LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL,
+        LEVELDB_BLOOM_ERR_OFFSET_BACKWARDS,
+        LEVELDB_BLOOM_ERR_ALREADY_FINISHED,
+        LEVELDB_BLOOM_ERR_PANIC,
+        LEVELDB_BLOOM_ERR_TOO_LARGE,
+        LEVELDB_BLOOM_ERR_OUT_OF_MEMORY,
+    ];
+    Status(
+        *known
+            .iter()
+            .find(|s| **s as c_int == code)
+            .expect("a documented status"),
+    )
+}
+
+fn pointer<T>(p: *const T) -> Answer {
+    if p.is_null() { Null } else { NotNull }
+}
+
+/// # Safety
+/// `p` is a static NUL-terminated string.
+unsafe fn text(p: *const c_char) -> Answer {
+    // SAFETY: forwarded.
+    Text(
+        unsafe { CStr::from_ptr(p) }
+            .to_str()
+            .expect("UTF-8")
+            .to_owned()
+            .leak(),
+    )
+}
+
+/// Takes a malloc'd filter from the create callback.
+///
+/// # Safety
+/// `filter` came from `leveldb_bloom_cb_create_filter` with length `len`.
+unsafe fn take_filter(filter: *mut c_char, len: usize) -> Answer {
+    if filter.is_null() {
+        return Null;
+    }
+    // SAFETY: the callback returned `len` bytes from malloc; freed once here.
+    unsafe {
+        let bytes = std::slice::from_raw_parts(filter.cast::<u8>(), len).to_vec();
+        libc::free(filter.cast());
+        Filter(bytes)
+    }
+}
+
+#[test]
+fn every_function_answers_as_documented_at_its_edges() {
+    let policy = leveldb_bloom_policy_create(10);
+    let key: &[u8] = b"present";
+    let keys = [key.as_ptr().cast::<c_char>()];
+    let lens = [key.len()];
+    let huge_lens = [usize::MAX];
+    let null_key = [null::<c_char>()];
+    let slices = [leveldb_bloom_slice {
+        data: keys[0],
+        len: key.len(),
+    }];
+    let null_slice = [leveldb_bloom_slice {
+        data: null(),
+        len: 3,
+    }];
+    let mut buf = [0u8; 64];
+    let mut len = 0usize;
+    let mut filter = Vec::new();
+    leveldb_bloom::BloomPolicy::new(10)
+        .unwrap()
+        .create_filter([key], &mut filter)
+        .unwrap();
+    let empty_key_filter = {
+        let mut f = Vec::new();
+        leveldb_bloom::BloomPolicy::new(10)
+            .unwrap()
+            .create_filter([&b""[..]], &mut f)
+            .unwrap();
+        f
+    };
+    let no_keys_filter = {
+        let mut f = Vec::new();
+        leveldb_bloom::BloomPolicy::new(10)
+            .unwrap()
+            .create_filter([&[0u8; 0]; 0], &mut f)
+            .unwrap();
+        f
+    };
+    // SAFETY: a live policy.
+    let builder = unsafe { leveldb_bloom_filter_block_builder_create(policy) };
+    let (mut block, mut block_len) = (null::<u8>(), 0usize);
+    let offsets = [0u64];
+    let b = builder;
+    let p = policy;
+    let f = filter.as_ptr();
+    let fl = filter.len();
+    let state = policy.cast::<c_void>();
+    let k = keys[0];
+    let kl = key.len();
+    let mut stats = leveldb_bloom_stats::default();
+
+    // SAFETY: every non-NULL pointer below is valid for the length given with it, as the
+    // contract requires; the rows probe NULLs and impossible lengths, which the library must
+    // refuse before reading anything.
+    let rows: Vec<(&str, Answer, Answer)> = unsafe {
+        let results = |n: usize, call: &mut dyn FnMut(*mut u8) -> c_int| {
+            let mut r = vec![0u8; n];
+            let code = call(r.as_mut_ptr());
+            let Status(s) = status(code) else {
+                unreachable!()
+            };
+            Batch(s, r)
+        };
+        vec![
+            (
+                "policy_create(-1)",
+                pointer(leveldb_bloom_policy_create(-1)),
+                Null,
+            ),
+            (
+                "policy_create(INT_MIN)",
+                pointer(leveldb_bloom_policy_create(c_int::MIN)),
+                Null,
+            ),
+            (
+                "policy_destroy(NULL)",
+                {
+                    leveldb_bloom_policy_destroy(null_mut());
+                    Returned
+                },
+                Returned,
+            ),
+            (
+                "policy_name(NULL)",
+                text(leveldb_bloom_policy_name(null())),
+                Text("leveldb.BuiltinBloomFilter2"),
+            ),
+            (
+                "filter_len(NULL, 1)",
+                Size(leveldb_bloom_filter_len(null(), 1)),
+                Size(0),
+            ),
+            (
+                "filter_len(p, 0)",
+                Size(leveldb_bloom_filter_len(p, 0)),
+                Size(9),
+            ),
+            (
+                "filter_len(p, SIZE_MAX)",
+                Size(leveldb_bloom_filter_len(p, usize::MAX)),
+                Size(0),
+            ),
+            // create_filter: each pointer NULL, then lengths.
+            (
+                "create_filter(policy NULL)",
+                status(leveldb_bloom_create_filter(
+                    null(),
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                NULL_ARG,
+            ),
+            (
+                "create_filter(keys NULL)",
+                status(leveldb_bloom_create_filter(
+                    p,
+                    null(),
+                    lens.as_ptr(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                NULL_ARG,
+            ),
+            (
+                "create_filter(key_lens NULL)",
+                status(leveldb_bloom_create_filter(
+                    p,
+                    keys.as_ptr(),
+                    null(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                NULL_ARG,
+            ),
+            (
+                "create_filter(key NULL, len 3)",
+                status(leveldb_bloom_create_filter(
+                    p,
+                    null_key.as_ptr(),
+                    [3usize].as_ptr(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                NULL_ARG,
+            ),
+            (
+                "create_filter(out NULL, cap 64)",
+                status(leveldb_bloom_create_filter(
+                    p,
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    1,
+                    null_mut(),
+                    64,
+                    &mut len,
+                )),
+                NULL_ARG,
+            ),
+            (
+                "create_filter(out_len NULL)",
+                status(leveldb_bloom_create_filter(
+                    p,
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    null_mut(),
+                )),
+                NULL_ARG,
+            ),
+            (
+                "create_filter(0 keys, arrays NULL)",
+                status(leveldb_bloom_create_filter(
+                    p,
+                    null(),
+                    null(),
+                    0,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                OK,
+            ),
+            (
+                "  ... its bytes",
+                Filter(buf[..len].to_vec()),
+                Filter(no_keys_filter.clone()),
+            ),
+            (
+                "create_filter(out NULL, cap 0): size query",
+                status(leveldb_bloom_create_filter(
+                    p,
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    1,
+                    null_mut(),
+                    0,
+                    &mut len,
+                )),
+                TOO_SMALL,
+            ),
+            ("  ... needed length", Size(len), Size(9)),
+            (
+                "create_filter(key len SIZE_MAX)",
+                status(leveldb_bloom_create_filter(
+                    p,
+                    keys.as_ptr(),
+                    huge_lens.as_ptr(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                INVALID,
+            ),
+            (
+                "create_filter(num_keys SIZE_MAX)",
+                status(leveldb_bloom_create_filter(
+                    p,
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    usize::MAX,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                INVALID,
+            ),
+            (
+                "create_filter(NULL key, len 0)",
+                status(leveldb_bloom_create_filter(
+                    p,
+                    null_key.as_ptr(),
+                    [0usize].as_ptr(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                OK,
+            ),
+            (
+                "  ... the empty key's filter",
+                Filter(buf[..len].to_vec()),
+                Filter(empty_key_filter.clone()),
+            ),
+            (
+                "create_filter_slices(policy NULL)",
+                status(leveldb_bloom_create_filter_slices(
+                    null(),
+                    slices.as_ptr(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                NULL_ARG,
+            ),
+            (
+                "create_filter_slices(keys NULL)",
+                status(leveldb_bloom_create_filter_slices(
+                    p,
+                    null(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                NULL_ARG,
+            ),
+            (
+                "create_filter_slices(slice data NULL, len 3)",
+                status(leveldb_bloom_create_filter_slices(
+                    p,
+                    null_slice.as_ptr(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                NULL_ARG,
+            ),
+            (
+                "create_filter_slices(num_keys SIZE_MAX)",
+                status(leveldb_bloom_create_filter_slices(
+                    p,
+                    slices.as_ptr(),
+                    usize::MAX,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                INVALID,
+            ),
+            (
+                "create_filter_slices(out_len NULL)",
+                status(leveldb_bloom_create_filter_slices(
+                    p,
+                    slices.as_ptr(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    null_mut(),
+                )),
+                NULL_ARG,
+            ),
+            // Queries: whatever cannot be answered may match.
+            (
+                "key_may_match(policy NULL)",
+                Bool(leveldb_bloom_key_may_match(
+                    null(),
+                    b"x".as_ptr().cast(),
+                    1,
+                    f,
+                    fl,
+                )),
+                Bool(true),
+            ),
+            (
+                "key_may_match(key NULL, len 1)",
+                Bool(leveldb_bloom_key_may_match(p, null(), 1, f, fl)),
+                Bool(true),
+            ),
+            (
+                "key_may_match(key len SIZE_MAX)",
+                Bool(leveldb_bloom_key_may_match(p, k, usize::MAX, f, fl)),
+                Bool(true),
+            ),
+            (
+                "key_may_match(filter NULL, len 0)",
+                Bool(leveldb_bloom_key_may_match(p, k, kl, null(), 0)),
+                Bool(true),
+            ),
+            (
+                "key_may_match(filter len SIZE_MAX)",
+                Bool(leveldb_bloom_key_may_match(p, k, kl, f, usize::MAX)),
+                Bool(true),
+            ),
+            (
+                "key_may_match(empty filter)",
+                Bool(leveldb_bloom_key_may_match(p, k, kl, f, 0)),
+                Bool(false),
+            ),
+            (
+                "key_may_match(NULL key, len 0)",
+                Bool(leveldb_bloom_key_may_match(p, null(), 0, f, fl)),
+                Bool(leveldb_bloom::key_may_match(b"", &filter)),
+            ),
+            (
+                "key_may_match_batch(results NULL)",
+                status(leveldb_bloom_key_may_match_batch(
+                    p,
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    1,
+                    f,
+                    fl,
+                    null_mut(),
+                )),
+                NULL_ARG,
+            ),
+            (
+                "key_may_match_batch(policy NULL)",
+                results(1, &mut |r| {
+                    leveldb_bloom_key_may_match_batch(
+                        null(),
+                        keys.as_ptr(),
+                        lens.as_ptr(),
+                        1,
+                        f,
+                        fl,
+                        r,
+                    )
+                }),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+            ),
+            (
+                "key_may_match_batch(keys NULL)",
+                results(1, &mut |r| {
+                    leveldb_bloom_key_may_match_batch(p, null(), lens.as_ptr(), 1, f, fl, r)
+                }),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+            ),
+            (
+                "key_may_match_batch(key_lens NULL)",
+                results(1, &mut |r| {
+                    leveldb_bloom_key_may_match_batch(p, keys.as_ptr(), null(), 1, f, fl, r)
+                }),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+            ),
+            (
+                "key_may_match_batch(filter NULL)",
+                results(1, &mut |r| {
+                    leveldb_bloom_key_may_match_batch(
+                        p,
+                        keys.as_ptr(),
+                        lens.as_ptr(),
+                        1,
+                        null(),
+                        0,
+                        r,
+                    )
+                }),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+            ),
+            (
+                "key_may_match_batch(key len SIZE_MAX)",
+                results(1, &mut |r| {
+                    leveldb_bloom_key_may_match_batch(
+                        p,
+                        keys.as_ptr(),
+                        huge_lens.as_ptr(),
+                        1,
+                        f,
+                        fl,
+                        r,
+                    )
+                }),
+                Batch(LEVELDB_BLOOM_ERR_INVALID_ARGUMENT, vec![1]),
+            ),
+            (
+                "key_may_match_batch(num_keys SIZE_MAX)",
+                status(leveldb_bloom_key_may_match_batch(
+                    p,
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    usize::MAX,
+                    f,
+                    fl,
+                    buf.as_mut_ptr(),
+                )),
+                INVALID,
+            ),
+            (
+                "key_may_match_batch(0 keys, all NULL but policy, filter)",
+                status(leveldb_bloom_key_may_match_batch(
+                    p,
+                    null(),
+                    null(),
+                    0,
+                    f,
+                    fl,
+                    null_mut(),
+                )),
+                OK,
+            ),
+            (
+                "key_may_match_batch(present key)",
+                results(1, &mut |r| {
+                    leveldb_bloom_key_may_match_batch(p, keys.as_ptr(), lens.as_ptr(), 1, f, fl, r)
+                }),
+                Batch(LEVELDB_BLOOM_OK, vec![1]),
+            ),
+            // LevelDB's callbacks.
+            (
+                "cb_destructor(NULL)",
+                {
+                    leveldb_bloom_cb_destructor(null_mut());
+                    Returned
+                },
+                Returned,
+            ),
+            (
+                "cb_create_filter(filter_length NULL)",
+                pointer(leveldb_bloom_cb_create_filter(
+                    state,
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    1,
+                    null_mut(),
+                )),
+                Null,
+            ),
+            (
+                "cb_create_filter(state NULL)",
+                take_filter(
+                    leveldb_bloom_cb_create_filter(
+                        null_mut(),
+                        keys.as_ptr(),
+                        lens.as_ptr(),
+                        1,
+                        &mut len,
+                    ),
+                    len,
+                ),
+                Filter(ALWAYS_MATCH_FILTER.to_vec()),
+            ),
+            (
+                "cb_create_filter(num_keys -1)",
+                take_filter(
+                    leveldb_bloom_cb_create_filter(
+                        state,
+                        keys.as_ptr(),
+                        lens.as_ptr(),
+                        -1,
+                        &mut len,
+                    ),
+                    len,
+                ),
+                Filter(ALWAYS_MATCH_FILTER.to_vec()),
+            ),
+            (
+                "cb_create_filter(num_keys INT_MIN)",
+                take_filter(
+                    leveldb_bloom_cb_create_filter(
+                        state,
+                        keys.as_ptr(),
+                        lens.as_ptr(),
+                        c_int::MIN,
+                        &mut len,
+                    ),
+                    len,
+                ),
+                Filter(ALWAYS_MATCH_FILTER.to_vec()),
+            ),
+            (
+                "cb_create_filter(key_array NULL)",
+                take_filter(
+                    leveldb_bloom_cb_create_filter(state, null(), lens.as_ptr(), 1, &mut len),
+                    len,
+                ),
+                Filter(ALWAYS_MATCH_FILTER.to_vec()),
+            ),
+            (
+                "cb_create_filter(key_length_array NULL)",
+                take_filter(
+                    leveldb_bloom_cb_create_filter(state, keys.as_ptr(), null(), 1, &mut len),
+                    len,
+                ),
+                Filter(ALWAYS_MATCH_FILTER.to_vec()),
+            ),
+            (
+                "cb_create_filter(key len SIZE_MAX)",
+                take_filter(
+                    leveldb_bloom_cb_create_filter(
+                        state,
+                        keys.as_ptr(),
+                        huge_lens.as_ptr(),
+                        1,
+                        &mut len,
+                    ),
+                    len,
+                ),
+                Filter(ALWAYS_MATCH_FILTER.to_vec()),
+            ),
+            (
+                "cb_create_filter(0 keys, arrays NULL)",
+                take_filter(
+                    leveldb_bloom_cb_create_filter(state, null(), null(), 0, &mut len),
+                    len,
+                ),
+                Filter(no_keys_filter.clone()),
+            ),
+            (
+                "cb_create_filter(one key)",
+                take_filter(
+                    leveldb_bloom_cb_create_filter(
+                        state,
+                        keys.as_ptr(),
+                        lens.as_ptr(),
+                        1,
+                        &mut len,
+                    ),
+                    len,
+                ),
+                Filter(filter.clone()),
+            ),
+            (
+                "cb_key_may_match(state NULL)",
+                Size(
+                    leveldb_bloom_cb_key_may_match(
+                        null_mut(),
+                        b"x".as_ptr().cast(),
+                        1,
+                        f.cast(),
+                        fl,
+                    )
+                    .into(),
+                ),
+                Size(1),
+            ),
+            (
+                "cb_key_may_match(key NULL, len 1)",
+                Size(leveldb_bloom_cb_key_may_match(state, null(), 1, f.cast(), fl).into()),
+                Size(1),
+            ),
+            (
+                "cb_key_may_match(filter NULL)",
+                Size(leveldb_bloom_cb_key_may_match(state, k, kl, null(), 0).into()),
+                Size(1),
+            ),
+            (
+                "cb_key_may_match(filter len SIZE_MAX)",
+                Size(leveldb_bloom_cb_key_may_match(state, k, kl, f.cast(), usize::MAX).into()),
+                Size(1),
+            ),
+            (
+                "cb_name(NULL)",
+                text(leveldb_bloom_cb_name(null_mut())),
+                Text("leveldb.BuiltinBloomFilter2"),
+            ),
+            // Filter block builder.
+            (
+                "builder_create(NULL)",
+                pointer(leveldb_bloom_filter_block_builder_create(null())),
+                Null,
+            ),
+            (
+                "builder_start_block(NULL)",
+                status(leveldb_bloom_filter_block_builder_start_block(
+                    null_mut(),
+                    0,
+                )),
+                NULL_ARG,
+            ),
+            (
+                "builder_start_block(b, 0)",
+                status(leveldb_bloom_filter_block_builder_start_block(b, 0)),
+                OK,
+            ),
+            (
+                "builder_add_key(NULL)",
+                status(leveldb_bloom_filter_block_builder_add_key(
+                    null_mut(),
+                    k,
+                    kl,
+                )),
+                NULL_ARG,
+            ),
+            (
+                "builder_add_key(key NULL, len 1)",
+                status(leveldb_bloom_filter_block_builder_add_key(b, null(), 1)),
+                NULL_ARG,
+            ),
+            (
+                "builder_add_key(key len SIZE_MAX)",
+                status(leveldb_bloom_filter_block_builder_add_key(b, k, usize::MAX)),
+                INVALID,
+            ),
+            (
+                "builder_add_key(key NULL, len 0)",
+                status(leveldb_bloom_filter_block_builder_add_key(b, null(), 0)),
+                OK,
+            ),
+            (
+                "builder_add_key(key)",
+                status(leveldb_bloom_filter_block_builder_add_key(b, k, kl)),
+                OK,
+            ),
+            (
+                "builder_start_block(b, UINT64_MAX)",
+                status(leveldb_bloom_filter_block_builder_start_block(
+                    b,
+                    u64::MAX >> 40,
+                )),
+                OK,
+            ),
+            (
+                "builder_finish(NULL)",
+                status(leveldb_bloom_filter_block_builder_finish(
+                    null_mut(),
+                    &mut block,
+                    &mut block_len,
+                )),
+                NULL_ARG,
+            ),
+            (
+                "builder_finish(block NULL)",
+                status(leveldb_bloom_filter_block_builder_finish(
+                    b,
+                    null_mut(),
+                    &mut block_len,
+                )),
+                NULL_ARG,
+            ),
+            (
+                "builder_finish(block_len NULL)",
+                status(leveldb_bloom_filter_block_builder_finish(
+                    b,
+                    &mut block,
+                    null_mut(),
+                )),
+                NULL_ARG,
+            ),
+            (
+                "builder_finish(b)",
+                status(leveldb_bloom_filter_block_builder_finish(
+                    b,
+                    &mut block,
+                    &mut block_len,
+                )),
+                OK,
+            ),
+            (
+                "builder_add_key after finish",
+                status(leveldb_bloom_filter_block_builder_add_key(b, k, kl)),
+                Status(LEVELDB_BLOOM_ERR_ALREADY_FINISHED),
+            ),
+            (
+                "builder_destroy(NULL)",
+                {
+                    leveldb_bloom_filter_block_builder_destroy(null_mut());
+                    Returned
+                },
+                Returned,
+            ),
+            // Filter block queries.
+            (
+                "filter_block_may_match(policy NULL)",
+                Bool(leveldb_bloom_filter_block_may_match(
+                    null(),
+                    block,
+                    block_len,
+                    1 << 20,
+                    k,
+                    kl,
+                )),
+                Bool(true),
+            ),
+            (
+                "filter_block_may_match(block NULL)",
+                Bool(leveldb_bloom_filter_block_may_match(
+                    p,
+                    null(),
+                    0,
+                    1 << 20,
+                    k,
+                    kl,
+                )),
+                Bool(true),
+            ),
+            (
+                "filter_block_may_match(block len SIZE_MAX)",
+                Bool(leveldb_bloom_filter_block_may_match(
+                    p,
+                    block,
+                    usize::MAX,
+                    1 << 20,
+                    k,
+                    kl,
+                )),
+                Bool(true),
+            ),
+            (
+                "filter_block_may_match(key NULL, len 1)",
+                Bool(leveldb_bloom_filter_block_may_match(
+                    p,
+                    block,
+                    block_len,
+                    1 << 20,
+                    null(),
+                    1,
+                )),
+                Bool(true),
+            ),
+            (
+                "filter_block_may_match(offset UINT64_MAX)",
+                Bool(leveldb_bloom_filter_block_may_match(
+                    p,
+                    block,
+                    block_len,
+                    u64::MAX,
+                    k,
+                    kl,
+                )),
+                Bool(true),
+            ),
+            (
+                "filter_block_may_match(empty window)",
+                Bool(leveldb_bloom_filter_block_may_match(
+                    p,
+                    block,
+                    block_len,
+                    1 << 20,
+                    k,
+                    kl,
+                )),
+                Bool(false),
+            ),
+            (
+                "filter_block_may_match_batch(results NULL)",
+                status(leveldb_bloom_filter_block_may_match_batch(
+                    p,
+                    block,
+                    block_len,
+                    offsets.as_ptr(),
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    1,
+                    null_mut(),
+                )),
+                NULL_ARG,
+            ),
+            (
+                "filter_block_may_match_batch(offsets NULL)",
+                results(1, &mut |r| {
+                    leveldb_bloom_filter_block_may_match_batch(
+                        p,
+                        block,
+                        block_len,
+                        null(),
+                        keys.as_ptr(),
+                        lens.as_ptr(),
+                        1,
+                        r,
+                    )
+                }),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+            ),
+            (
+                "filter_block_may_match_batch(block NULL)",
+                results(1, &mut |r| {
+                    leveldb_bloom_filter_block_may_match_batch(
+                        p,
+                        null(),
+                        0,
+                        offsets.as_ptr(),
+                        keys.as_ptr(),
+                        lens.as_ptr(),
+                        1,
+                        r,
+                    )
+                }),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+            ),
+            (
+                "filter_block_may_match_batch(keys NULL)",
+                results(1, &mut |r| {
+                    leveldb_bloom_filter_block_may_match_batch(
+                        p,
+                        block,
+                        block_len,
+                        offsets.as_ptr(),
+                        null(),
+                        lens.as_ptr(),
+                        1,
+                        r,
+                    )
+                }),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+            ),
+            (
+                "filter_block_may_match_batch(num_keys SIZE_MAX)",
+                status(leveldb_bloom_filter_block_may_match_batch(
+                    p,
+                    block,
+                    block_len,
+                    offsets.as_ptr(),
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    usize::MAX,
+                    buf.as_mut_ptr(),
+                )),
+                INVALID,
+            ),
+            (
+                "filter_block_may_match_batch(key at offset 0)",
+                results(1, &mut |r| {
+                    leveldb_bloom_filter_block_may_match_batch(
+                        p,
+                        block,
+                        block_len,
+                        offsets.as_ptr(),
+                        keys.as_ptr(),
+                        lens.as_ptr(),
+                        1,
+                        r,
+                    )
+                }),
+                Batch(LEVELDB_BLOOM_OK, vec![1]),
+            ),
+            // Statistics, strings.
+            (
+                "policy_stats(policy NULL)",
+                status(leveldb_bloom_policy_stats(null(), &mut stats)),
+                NULL_ARG,
+            ),
+            (
+                "policy_stats(stats NULL)",
+                status(leveldb_bloom_policy_stats(p, null_mut())),
+                NULL_ARG,
+            ),
+            (
+                "policy_stats_reset(NULL)",
+                status(leveldb_bloom_policy_stats_reset(null())),
+                NULL_ARG,
+            ),
+            (
+                "global_stats(NULL)",
+                status(leveldb_bloom_global_stats(null_mut())),
+                NULL_ARG,
+            ),
+            (
+                "status_message(-1)",
+                text(leveldb_bloom_status_message(-1)),
+                Text("unknown status"),
+            ),
+            (
+                "status_message(INT_MAX)",
+                text(leveldb_bloom_status_message(c_int::MAX)),
+                Text("unknown status"),
+            ),
+            (
+                "version()",
+                text(leveldb_bloom_version()),
+                Text(env!("CARGO_PKG_VERSION")),
+            ),
+        ]
+    };
+    let mismatches: Vec<String> = rows
+        .iter()
+        .filter(|(_, got, want)| got != want)
+        .map(|(what, got, want)| format!("{what}: got {got:?}, documented {want:?}"))
+        .collect();
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} rows differ:\n{}",
+        mismatches.len(),
+        rows.len(),
+        mismatches.join("\n")
+    );
+    // SAFETY: created above, destroyed once.
+    unsafe {
+        leveldb_bloom_filter_block_builder_destroy(builder);
+        leveldb_bloom_policy_destroy(policy);
+    }
+}
