@@ -369,6 +369,45 @@ mod tests {
         assert_eq!(hex(&dst[6..]), "114000414410401006");
     }
 
+    /// A key iterator that claims `len` keys and yields none: sizes are checked before any
+    /// key is read.
+    struct Claimed(usize);
+    impl Iterator for Claimed {
+        type Item = &'static [u8];
+        fn next(&mut self) -> Option<&'static [u8]> {
+            panic!("no key may be read before the size is known to be possible")
+        }
+    }
+    impl ExactSizeIterator for Claimed {
+        fn len(&self) -> usize {
+            self.0
+        }
+    }
+
+    #[test]
+    fn impossible_sizes_are_errors_not_aborts() {
+        let policy = BloomPolicy::new(10).unwrap();
+        let mut dst = b"kept".to_vec();
+        // 2^40 keys: a 1.25 TiB filter no allocator provides.
+        assert_eq!(
+            policy.create_filter(Claimed(1 << 40), &mut dst),
+            Err(Error::OutOfMemory)
+        );
+        // 2^62 keys * 10 bits overflows 64 bits.
+        assert_eq!(
+            policy.create_filter(Claimed(1 << 62), &mut dst),
+            Err(Error::TooLarge)
+        );
+        assert_eq!(dst, b"kept");
+        let mut out = [0u8; 16];
+        assert_eq!(
+            policy.create_filter_into(Claimed(1 << 40), &mut out),
+            Err(Error::BufferTooSmall {
+                needed: (10usize << 40) / 8 + 1
+            })
+        );
+    }
+
     #[test]
     fn filter_len_overflow_is_an_error() {
         let policy = BloomPolicy::new(i32::MAX).unwrap();
