@@ -69,6 +69,11 @@ impl FilterBlockBuilder {
         self.keys
             .try_reserve(key.len())
             .map_err(|_| Error::OutOfMemory)?;
+        // Room for this key's start and the end marker `generate_filter` pushes, so that
+        // neither push can fail.
+        self.key_starts
+            .try_reserve(2)
+            .map_err(|_| Error::OutOfMemory)?;
         self.key_starts.push(self.keys.len());
         self.keys.extend_from_slice(key);
         Ok(())
@@ -123,7 +128,8 @@ impl FilterBlockBuilder {
             .try_reserve(1)
             .map_err(|_| Error::OutOfMemory)?;
         if !self.key_starts.is_empty() {
-            // A final start at the end makes every key a window of two starts.
+            // A final start at the end makes every key a window of two starts (its room
+            // was reserved by `add_key`).
             self.key_starts.push(self.keys.len());
             let keys = &self.keys;
             let pending = self.key_starts.windows(2).map(|w| &keys[w[0]..w[1]]);
