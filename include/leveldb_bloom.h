@@ -21,7 +21,9 @@
  *   never freed. Byte buffers passed in are only read during the call; nothing keeps them.
  * - Thread safety: a leveldb_bloom_policy is immutable and may be used by any number of
  *   threads at once. A leveldb_bloom_filter_block_builder is used by one thread at a time.
- * - Byte strings are (pointer, length) pairs; (NULL, 0) is the empty string.
+ * - Byte strings are (pointer, length) pairs; (NULL, 0) is the empty string. A filter or
+ *   filter block is the exception: NULL means "no filter", never "empty filter", and the
+ *   query answers "may match" (a non-NULL filter of length 0 answers as LevelDB does).
  * - Errors: functions returning int return LEVELDB_BLOOM_OK (0) or a leveldb_bloom_status
  *   code, and say which. A query that cannot be answered (NULL policy or filter, a NULL
  *   key with a length) answers true, "may match": a wrong "no match" would hide data.

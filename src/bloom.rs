@@ -63,15 +63,11 @@ impl BloomPolicy {
     /// Format rule: `bits = max(num_keys * bits_per_key, 64)`, rounded up to whole bytes, plus
     /// one byte for `k`. A size that overflows `usize` is [`Error::TooLarge`].
     pub fn filter_len(&self, num_keys: usize) -> Result<usize, Error> {
-        let bits = u64::try_from(num_keys)
+        // In 128 bits: the bit count may pass 2^64 while the byte count still fits.
+        let bits = (num_keys as u128 * u128::from(self.bits_per_key)).max(u128::from(MIN_BITS));
+        usize::try_from(bits.div_ceil(8))
             .ok()
-            .and_then(|n| n.checked_mul(u64::from(self.bits_per_key)))
-            .ok_or(Error::TooLarge)?
-            .max(MIN_BITS);
-        let bytes = bits.div_ceil(8);
-        usize::try_from(bytes)
-            .ok()
-            .and_then(|b| b.checked_add(1))
+            .and_then(|bytes| bytes.checked_add(1))
             .ok_or(Error::TooLarge)
     }
 
@@ -123,7 +119,7 @@ impl BloomPolicy {
             .split_last_mut()
             .expect("a filter is at least 9 bytes");
         *k = self.probes;
-        let remainder = Remainder::new(array.len() as u64 * 8);
+        let remainder = Remainder::new(bit_count(array));
         // Hash a group of keys first, then set their bits: the hashes are independent chains
         // of multiplications that the processor overlaps when no stores sit between them.
         let mut keys = keys.peekable();
@@ -163,7 +159,7 @@ pub fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
 pub(crate) fn query(key: &[u8], filter: &[u8], remainder: impl FnOnce(u64) -> Remainder) -> bool {
     match filter_array(filter) {
         Ok((k, array)) => {
-            let remainder = remainder(array.len() as u64 * 8);
+            let remainder = remainder(bit_count(array));
             with_probe_count!(k, K => bits_set::<K>(array, remainder, ProbeStart::of(key), k))
         }
         Err(answer) => answer,
@@ -179,7 +175,7 @@ pub(crate) fn query_hashed(
 ) -> bool {
     match filter_array(filter) {
         Ok((k, array)) => {
-            let remainder = remainder(array.len() as u64 * 8);
+            let remainder = remainder(bit_count(array));
             with_probe_count!(k, K => bits_set::<K>(array, remainder, start, k))
         }
         Err(answer) => answer,
@@ -225,7 +221,7 @@ pub(crate) fn query_batch<'k>(
             return;
         }
     };
-    let remainder = remainder(array.len() as u64 * 8);
+    let remainder = remainder(bit_count(array));
     let mut starts = [ProbeStart::default(); HASH_GROUP];
     for results in results.chunks_mut(HASH_GROUP) {
         let mut n = 0;
@@ -240,6 +236,12 @@ pub(crate) fn query_batch<'k>(
             break;
         }
     }
+}
+
+/// The bits of a filter's array. (No slice reaches 2^61 bytes; saturating keeps the
+/// arithmetic total anyway, and any count past 2^32 reduces a 32-bit hash to itself.)
+fn bit_count(array: &[u8]) -> u64 {
+    (array.len() as u64).saturating_mul(8)
 }
 
 /// How many keys are hashed before their bits are set.
@@ -393,9 +395,9 @@ mod tests {
             policy.create_filter(Claimed(1 << 40), &mut dst),
             Err(Error::OutOfMemory)
         );
-        // 2^62 keys * 10 bits overflows 64 bits.
+        // 2^64 - 1 keys * 10 bits: the byte count itself overflows usize.
         assert_eq!(
-            policy.create_filter(Claimed(1 << 62), &mut dst),
+            policy.create_filter(Claimed(usize::MAX), &mut dst),
             Err(Error::TooLarge)
         );
         assert_eq!(dst, b"kept");
@@ -412,6 +414,10 @@ mod tests {
     fn filter_len_overflow_is_an_error() {
         let policy = BloomPolicy::new(i32::MAX).unwrap();
         assert_eq!(policy.filter_len(usize::MAX), Err(Error::TooLarge));
+        assert_eq!(
+            BloomPolicy::new(8).unwrap().filter_len(usize::MAX),
+            Err(Error::TooLarge)
+        );
         assert_eq!(BloomPolicy::new(10).unwrap().filter_len(0), Ok(9));
     }
 

@@ -8,8 +8,8 @@ use std::fmt;
 pub enum Error {
     /// `bits_per_key` was negative (undefined behaviour in LevelDB).
     NegativeBitsPerKey(i32),
-    /// A size does not fit in memory addresses, or a filter block would outgrow the 32-bit
-    /// offsets its format stores.
+    /// A size does not fit in memory addresses, or a filter block would pass 4 GiB (the
+    /// 32-bit offsets its format stores).
     TooLarge,
     /// The allocator could not provide the buffer.
     OutOfMemory,

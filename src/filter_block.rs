@@ -46,7 +46,8 @@ impl FilterBlockBuilder {
     ///
     /// Format rule: with `index = block_offset / 2048`, filters are generated until `index`
     /// exist; the first holds the pending keys, any more are empty. An offset in a window
-    /// before the open one is [`Error::OffsetBackwards`] (an assertion in LevelDB).
+    /// before the open one is [`Error::OffsetBackwards`] (an assertion in LevelDB); one that
+    /// would make the block pass 4 GiB is [`Error::TooLarge`]. Errors change nothing.
     pub fn start_block(&mut self, block_offset: u64) -> Result<(), Error> {
         self.check_open()?;
         let index = block_offset / FILTER_BASE;
@@ -56,6 +57,16 @@ impl FilterBlockBuilder {
                 block_offset,
                 filters: self.filter_offsets.len(),
             });
+        }
+        // Refuse before changing anything: the block must stay within 4 GiB, its offsets
+        // being 32-bit (and each window up to `index` costs 4 bytes of offset array).
+        let pending = match self.key_starts.len() {
+            0 => 0,
+            keys => self.policy.filter_len(keys)? as u64,
+        };
+        let block_len = self.result.len() as u64 + pending + 4 * (index + 1) + 1;
+        if block_len > u64::from(u32::MAX) {
+            return Err(Error::TooLarge);
         }
         for _ in filters..index {
             self.generate_filter()?;

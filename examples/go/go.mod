@@ -1,0 +1,3 @@
+module leveldbbloom
+
+go 1.19

@@ -1,0 +1,352 @@
+// Package leveldbbloom wraps the leveldb-bloom C library (include/leveldb_bloom.h) with
+// cgo: LevelDB's built-in Bloom filter policy, "leveldb.BuiltinBloomFilter2", whose filters
+// are byte for byte those of LevelDB 1.23.
+//
+// The library is linked from ../../target/release (build it with `cargo build --release`
+// at the repository root); the binary records that directory as its run path.
+//
+// Ownership: a Policy owns one C policy, freed by Close (once; later calls do nothing) or,
+// as a safety net, by a finalizer. Thread safety, as in the C header: a Policy may be used
+// by any number of goroutines at once; Close waits for calls in flight.
+package leveldbbloom
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../include
+#cgo LDFLAGS: -L${SRCDIR}/../../target/release -lleveldb_bloom -Wl,-rpath,${SRCDIR}/../../target/release
+#include <stdint.h>
+#include <stdlib.h>
+#include "leveldb_bloom.h"
+
+// cgo may not pass C a Go array of Go pointers, so keys cross as one packed buffer and
+// their lengths; the pointer array the C API wants is built here, in C memory.
+static const char **lb_key_pointers(const char *data, const size_t *lens, size_t n) {
+	const char **ptrs = (const char **)malloc((n ? n : 1) * sizeof(const char *));
+	if (ptrs == NULL) return NULL;
+	size_t off = 0;
+	for (size_t i = 0; i < n; i++) {
+		ptrs[i] = data == NULL ? NULL : data + off;
+		off += lens[i];
+	}
+	return ptrs;
+}
+
+static int lb_create_filter_packed(const leveldb_bloom_policy *policy, const char *data,
+                                   const size_t *lens, size_t n, uint8_t *out, size_t cap,
+                                   size_t *out_len) {
+	const char **ptrs = lb_key_pointers(data, lens, n);
+	if (ptrs == NULL) return LEVELDB_BLOOM_ERR_OUT_OF_MEMORY;
+	int status = leveldb_bloom_create_filter(policy, n ? ptrs : NULL, lens, n, out, cap, out_len);
+	free(ptrs);
+	return status;
+}
+
+static int lb_may_match_batch_packed(const leveldb_bloom_policy *policy, const char *data,
+                                     const size_t *lens, size_t n, const uint8_t *filter,
+                                     size_t filter_len, uint8_t *results) {
+	const char **ptrs = lb_key_pointers(data, lens, n);
+	if (ptrs == NULL) return LEVELDB_BLOOM_ERR_OUT_OF_MEMORY;
+	int status = leveldb_bloom_key_may_match_batch(policy, n ? ptrs : NULL, lens, n, filter,
+	                                               filter_len, results);
+	free(ptrs);
+	return status;
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// PackageVersion is the C library version this package is written against.
+const PackageVersion = "0.1.0"
+
+// Status is a status code of the C API (leveldb_bloom_status).
+type Status int
+
+// The C API's status codes.
+const (
+	OK                 Status = C.LEVELDB_BLOOM_OK
+	ErrNullArgument    Status = C.LEVELDB_BLOOM_ERR_NULL_ARGUMENT
+	ErrInvalidArgument Status = C.LEVELDB_BLOOM_ERR_INVALID_ARGUMENT
+	ErrBufferTooSmall  Status = C.LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL
+	ErrOffsetBackwards Status = C.LEVELDB_BLOOM_ERR_OFFSET_BACKWARDS
+	ErrAlreadyFinished Status = C.LEVELDB_BLOOM_ERR_ALREADY_FINISHED
+	ErrPanic           Status = C.LEVELDB_BLOOM_ERR_PANIC
+	ErrTooLarge        Status = C.LEVELDB_BLOOM_ERR_TOO_LARGE
+	ErrOutOfMemory     Status = C.LEVELDB_BLOOM_ERR_OUT_OF_MEMORY
+)
+
+// String is the library's description of the status (leveldb_bloom_status_message).
+func (s Status) String() string {
+	if int64(s) < math.MinInt32 || int64(s) > math.MaxInt32 {
+		return "unknown status"
+	}
+	return C.GoString(C.leveldb_bloom_status_message(C.int(s)))
+}
+
+// Error is an error status returned by the C library.
+type Error struct {
+	Op     string // the call that failed
+	Status Status
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("leveldbbloom: %s: %s (status %d)", e.Op, e.Status, int(e.Status))
+}
+
+// Is makes errors.Is(err, &Error{Status: s}) match any error with status s.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Status == e.Status && (t.Op == "" || t.Op == e.Op)
+}
+
+func check(status C.int, op string) error {
+	if status == C.LEVELDB_BLOOM_OK {
+		return nil
+	}
+	return &Error{Op: op, Status: Status(status)}
+}
+
+var (
+	// ErrNegativeBitsPerKey is returned by NewPolicy for bitsPerKey < 0.
+	ErrNegativeBitsPerKey = errors.New("leveldbbloom: bits per key must not be negative")
+	// ErrClosed is returned by the methods of a closed Policy.
+	ErrClosed = errors.New("leveldbbloom: policy is closed")
+)
+
+// Version is the C library's version (leveldb_bloom_version).
+func Version() string { return C.GoString(C.leveldb_bloom_version()) }
+
+// Stats are filter statistics (leveldb_bloom_stats).
+type Stats struct {
+	FiltersBuilt uint64 // filters created, however many keys
+	KeysAdded    uint64 // keys added to them, duplicates included
+	Queries      uint64 // queries answered (single, batch entry, filter block)
+	NoMatch      uint64 // queries answered "no match": table reads avoided
+}
+
+func statsFromC(s *C.leveldb_bloom_stats) Stats {
+	return Stats{uint64(s.filters_built), uint64(s.keys_added), uint64(s.queries), uint64(s.no_match)}
+}
+
+// GlobalStats is what every policy in the process has counted (destroyed ones included)
+// since start or the last ResetGlobalStats.
+func GlobalStats() (Stats, error) {
+	var s C.leveldb_bloom_stats
+	if err := check(C.leveldb_bloom_global_stats(&s), "GlobalStats"); err != nil {
+		return Stats{}, err
+	}
+	return statsFromC(&s), nil
+}
+
+// ResetGlobalStats restarts the process-wide counts from zero.
+func ResetGlobalStats() { C.leveldb_bloom_global_stats_reset() }
+
+// Policy is LevelDB's Bloom filter policy for one bits-per-key setting.
+type Policy struct {
+	mu         sync.RWMutex // read-held by calls, write-held by Close
+	p          *C.leveldb_bloom_policy
+	bitsPerKey int
+}
+
+// NewPolicy creates the policy LevelDB's NewBloomFilterPolicy(bitsPerKey) is.
+// bitsPerKey 0 is valid; a negative one is ErrNegativeBitsPerKey.
+func NewPolicy(bitsPerKey int) (*Policy, error) {
+	if bitsPerKey < 0 {
+		return nil, ErrNegativeBitsPerKey
+	}
+	if bitsPerKey > math.MaxInt32 {
+		return nil, fmt.Errorf("leveldbbloom: bits per key %d does not fit a C int", bitsPerKey)
+	}
+	c := C.leveldb_bloom_policy_create(C.int(bitsPerKey))
+	if c == nil {
+		return nil, &Error{Op: "NewPolicy", Status: ErrOutOfMemory}
+	}
+	p := &Policy{p: c, bitsPerKey: bitsPerKey}
+	runtime.SetFinalizer(p, (*Policy).Close)
+	return p, nil
+}
+
+// Close frees the C policy. It waits for calls in flight; later calls do nothing.
+func (p *Policy) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.p != nil {
+		C.leveldb_bloom_policy_destroy(p.p)
+		p.p = nil
+		runtime.SetFinalizer(p, nil)
+	}
+	return nil
+}
+
+// acquire read-locks the policy and returns its C object (nil when closed: then it
+// has already unlocked).
+func (p *Policy) acquire() *C.leveldb_bloom_policy {
+	p.mu.RLock()
+	if p.p == nil {
+		p.mu.RUnlock()
+	}
+	return p.p
+}
+
+// Name is "leveldb.BuiltinBloomFilter2", the name LevelDB records in tables.
+func (p *Policy) Name() string { return C.GoString(C.leveldb_bloom_policy_name(nil)) }
+
+// BitsPerKey is the setting the policy was created with.
+func (p *Policy) BitsPerKey() int { return p.bitsPerKey }
+
+// FilterLen is the byte length of the filter for numKeys keys.
+func (p *Policy) FilterLen(numKeys int) (int, error) {
+	if numKeys < 0 {
+		return 0, &Error{Op: "FilterLen", Status: ErrInvalidArgument}
+	}
+	c := p.acquire()
+	if c == nil {
+		return 0, ErrClosed
+	}
+	defer p.mu.RUnlock()
+	n := C.leveldb_bloom_filter_len(c, C.size_t(numKeys))
+	if n == 0 || uint64(n) > math.MaxInt {
+		return 0, &Error{Op: "FilterLen", Status: ErrTooLarge}
+	}
+	return int(n), nil
+}
+
+// packed is a key list as cgo may pass it: one buffer and the lengths.
+type packed struct {
+	data []byte
+	lens []C.size_t
+}
+
+func pack(keys [][]byte) packed {
+	total := 0
+	for _, k := range keys {
+		total += len(k)
+	}
+	pk := packed{data: make([]byte, 0, total), lens: make([]C.size_t, len(keys))}
+	for i, k := range keys {
+		pk.data = append(pk.data, k...)
+		pk.lens[i] = C.size_t(len(k))
+	}
+	return pk
+}
+
+func (pk *packed) dataPtr() *C.char {
+	if len(pk.data) == 0 {
+		return nil
+	}
+	return (*C.char)(unsafe.Pointer(&pk.data[0]))
+}
+
+func (pk *packed) lensPtr() *C.size_t {
+	if len(pk.lens) == 0 {
+		return nil
+	}
+	return &pk.lens[0]
+}
+
+func bytesPtr(b []byte) *C.char {
+	if len(b) == 0 {
+		return nil
+	}
+	return (*C.char)(unsafe.Pointer(&b[0]))
+}
+
+// emptyFilter backs every empty filter passed to C (its length is passed as 0).
+var emptyFilter = [1]byte{}
+
+// filterPtr is never NULL: (NULL, 0) would be "cannot answer" (may match) to the C API,
+// where an empty filter is "no match" to LevelDB.
+func filterPtr(f []byte) *C.uint8_t {
+	if len(f) == 0 {
+		return (*C.uint8_t)(unsafe.Pointer(&emptyFilter[0]))
+	}
+	return (*C.uint8_t)(unsafe.Pointer(&f[0]))
+}
+
+// CreateFilter builds the filter for keys, byte-identical to LevelDB's CreateFilter.
+func (p *Policy) CreateFilter(keys [][]byte) ([]byte, error) {
+	c := p.acquire()
+	if c == nil {
+		return nil, ErrClosed
+	}
+	defer p.mu.RUnlock()
+	need := C.leveldb_bloom_filter_len(c, C.size_t(len(keys)))
+	if need == 0 || uint64(need) > math.MaxInt {
+		return nil, &Error{Op: "CreateFilter", Status: ErrTooLarge}
+	}
+	pk := pack(keys)
+	out := make([]byte, int(need))
+	var outLen C.size_t
+	status := C.lb_create_filter_packed(c, pk.dataPtr(), pk.lensPtr(), C.size_t(len(keys)),
+		(*C.uint8_t)(unsafe.Pointer(&out[0])), need, &outLen)
+	if err := check(status, "CreateFilter"); err != nil {
+		return nil, err
+	}
+	return out[:int(outLen)], nil
+}
+
+// MayMatch reports whether key may be in filter (built by this library or by LevelDB with
+// any bits per key), answered exactly as LevelDB answers, malformed filters included.
+// false means certainly absent. A closed policy answers true, as the C API does for a
+// NULL policy: a wrong "no" would hide data.
+func (p *Policy) MayMatch(key, filter []byte) bool {
+	c := p.acquire()
+	if c == nil {
+		return true
+	}
+	defer p.mu.RUnlock()
+	return bool(C.leveldb_bloom_key_may_match(c, bytesPtr(key), C.size_t(len(key)),
+		filterPtr(filter), C.size_t(len(filter))))
+}
+
+// MayMatchBatch answers MayMatch for every key against one filter, in one C call.
+func (p *Policy) MayMatchBatch(keys [][]byte, filter []byte) ([]bool, error) {
+	c := p.acquire()
+	if c == nil {
+		return nil, ErrClosed
+	}
+	defer p.mu.RUnlock()
+	pk := pack(keys)
+	results := make([]byte, len(keys)+1) // never empty: &results[0] must exist
+	status := C.lb_may_match_batch_packed(c, pk.dataPtr(), pk.lensPtr(), C.size_t(len(keys)),
+		filterPtr(filter), C.size_t(len(filter)),
+		(*C.uint8_t)(unsafe.Pointer(&results[0])))
+	if err := check(status, "MayMatchBatch"); err != nil {
+		return nil, err
+	}
+	answers := make([]bool, len(keys))
+	for i := range answers {
+		answers[i] = results[i] != 0
+	}
+	return answers, nil
+}
+
+// Stats is what this policy has counted since its creation or its last ResetStats.
+func (p *Policy) Stats() (Stats, error) {
+	c := p.acquire()
+	if c == nil {
+		return Stats{}, ErrClosed
+	}
+	defer p.mu.RUnlock()
+	var s C.leveldb_bloom_stats
+	if err := check(C.leveldb_bloom_policy_stats(c, &s), "Stats"); err != nil {
+		return Stats{}, err
+	}
+	return statsFromC(&s), nil
+}
+
+// ResetStats restarts this policy's counts from zero.
+func (p *Policy) ResetStats() error {
+	c := p.acquire()
+	if c == nil {
+		return ErrClosed
+	}
+	defer p.mu.RUnlock()
+	return check(C.leveldb_bloom_policy_stats_reset(c), "ResetStats")
+}

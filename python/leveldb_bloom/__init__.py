@@ -1,0 +1,568 @@
+"""LevelDB's built-in Bloom filter policy (``leveldb.BuiltinBloomFilter2``), bit-identical
+to LevelDB 1.23, through ctypes over the leveldb-bloom C library (``libleveldb_bloom.so``).
+
+>>> from leveldb_bloom import BloomPolicy
+>>> with BloomPolicy(10) as policy:
+...     f = policy.create_filter([b"hello", b"world"])
+...     policy.may_match(b"hello", f)
+True
+
+Keys, filters and blocks are byte strings: ``bytes``, ``bytearray`` or ``memoryview``
+(anything else is a ``TypeError``). The library is found through ``$LEVELDB_BLOOM_LIB``,
+next to this package, or on the system library path; see ``leveldb_bloom._native``.
+
+Ownership: each ``BloomPolicy`` and ``FilterBlockBuilder`` owns one C object, freed exactly
+once by ``close()``, by leaving its ``with`` block, or when it is garbage collected.
+Methods of a closed object raise ``ValueError``.
+
+Thread safety (as in the C header): a ``BloomPolicy`` is immutable and may be used by any
+number of threads at once; the C calls run without the GIL. Closing a policy while other
+threads are inside one of its calls is safe: the C object is freed when the last of those
+calls returns. A ``FilterBlockBuilder`` is for one thread at a time; this wrapper
+serialises concurrent calls with a lock rather than corrupting it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+import operator
+import threading
+from typing import Any, Iterable, List, NamedTuple, Optional, Sequence, Union
+
+from . import _native
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AlreadyFinishedError",
+    "BloomPolicy",
+    "BufferTooSmallError",
+    "BytesLike",
+    "FilterBlockBuilder",
+    "InvalidArgumentError",
+    "LevelDBBloomError",
+    "NullArgumentError",
+    "OffsetBackwardsError",
+    "OutOfMemoryError",
+    "PanicError",
+    "Stats",
+    "Status",
+    "TooLargeError",
+    "filter_block_may_match",
+    "filter_block_may_match_batch",
+    "global_stats",
+    "library_path",
+    "reset_global_stats",
+    "status_message",
+    "version",
+]
+
+if _native.EXPECTED_VERSION != __version__:  # pragma: no cover - a packaging mistake
+    raise ImportError("leveldb_bloom: _native.EXPECTED_VERSION differs from __version__")
+
+_lib, _lib_path = _native.load()
+
+BytesLike = Union[bytes, bytearray, memoryview]
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class Status(enum.IntEnum):
+    """The C API's status codes (``leveldb_bloom_status``)."""
+
+    OK = 0
+    NULL_ARGUMENT = 1
+    INVALID_ARGUMENT = 2
+    BUFFER_TOO_SMALL = 3
+    OFFSET_BACKWARDS = 4
+    ALREADY_FINISHED = 5
+    PANIC = 6
+    TOO_LARGE = 7
+    OUT_OF_MEMORY = 8
+
+
+def status_message(status: int) -> str:
+    """The library's description of a status code (``leveldb_bloom_status_message``)."""
+    code = operator.index(status)
+    if not -(2**31) <= code <= 2**31 - 1:
+        return "unknown status"
+    return _lib.leveldb_bloom_status_message(code).decode("utf-8", "replace")
+
+
+class LevelDBBloomError(Exception):
+    """An error status from the C library.
+
+    ``status`` is the code (a ``Status`` when known), ``message`` the library's
+    description of it (``leveldb_bloom_status_message``), ``operation`` the call that
+    failed.
+    """
+
+    def __init__(self, status: int, operation: str = "", message: Optional[str] = None):
+        try:
+            code: int = Status(status)
+        except ValueError:
+            code = int(status)
+        self.status = code
+        self.message = status_message(code) if message is None else message
+        self.operation = operation
+        name = code.name if isinstance(code, Status) else str(code)
+        prefix = f"{operation}: " if operation else ""
+        super().__init__(f"{prefix}{self.message} (LEVELDB_BLOOM_ERR_{name}, status {int(code)})")
+
+
+class NullArgumentError(LevelDBBloomError):
+    """LEVELDB_BLOOM_ERR_NULL_ARGUMENT (a bug in this wrapper if it ever surfaces)."""
+
+
+class InvalidArgumentError(LevelDBBloomError):
+    """LEVELDB_BLOOM_ERR_INVALID_ARGUMENT."""
+
+
+class BufferTooSmallError(LevelDBBloomError):
+    """LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL (a bug in this wrapper if it ever surfaces)."""
+
+
+class OffsetBackwardsError(LevelDBBloomError):
+    """LEVELDB_BLOOM_ERR_OFFSET_BACKWARDS: ``start_block`` went back before a started block."""
+
+
+class AlreadyFinishedError(LevelDBBloomError):
+    """LEVELDB_BLOOM_ERR_ALREADY_FINISHED: the builder was finished."""
+
+
+class PanicError(LevelDBBloomError):
+    """LEVELDB_BLOOM_ERR_PANIC: a bug inside the library, caught at its boundary."""
+
+
+class TooLargeError(LevelDBBloomError, OverflowError):
+    """LEVELDB_BLOOM_ERR_TOO_LARGE: a size overflows what memory or the format can hold."""
+
+
+class OutOfMemoryError(LevelDBBloomError, MemoryError):
+    """LEVELDB_BLOOM_ERR_OUT_OF_MEMORY."""
+
+
+_ERRORS = {
+    Status.NULL_ARGUMENT: NullArgumentError,
+    Status.INVALID_ARGUMENT: InvalidArgumentError,
+    Status.BUFFER_TOO_SMALL: BufferTooSmallError,
+    Status.OFFSET_BACKWARDS: OffsetBackwardsError,
+    Status.ALREADY_FINISHED: AlreadyFinishedError,
+    Status.PANIC: PanicError,
+    Status.TOO_LARGE: TooLargeError,
+    Status.OUT_OF_MEMORY: OutOfMemoryError,
+}
+
+
+def _check(status: int, operation: str) -> None:
+    if status != Status.OK:
+        raise _ERRORS.get(status, LevelDBBloomError)(status, operation)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- conversions
+
+
+def _as_bytes(value: Any, what: str) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    hint = " (encode the str first)" if isinstance(value, str) else ""
+    raise TypeError(
+        f"{what} must be bytes, bytearray or memoryview, not {type(value).__name__}{hint}"
+    )
+
+
+def _as_key_list(keys: Any, what: str = "keys") -> List[bytes]:
+    if isinstance(keys, (bytes, bytearray, memoryview, str)):
+        raise TypeError(
+            f"{what} must be an iterable of byte strings, not a single {type(keys).__name__}"
+        )
+    try:
+        it = iter(keys)
+    except TypeError:
+        raise TypeError(
+            f"{what} must be an iterable of byte strings, not {type(keys).__name__}"
+        ) from None
+    return [_as_bytes(k, f"{what}[{i}]") for i, k in enumerate(it)]
+
+
+class _KeyArrays:
+    """The (keys, key_lens) arrays of a C call; the char* point into the bytes objects,
+    which the array keeps alive."""
+
+    __slots__ = ("n", "ptrs", "lens")
+
+    def __init__(self, keys: List[bytes]):
+        self.n = len(keys)
+        if self.n:
+            self.ptrs: Any = (ctypes.c_char_p * self.n)(*keys)
+            self.lens: Any = (ctypes.c_size_t * self.n)(*map(len, keys))
+        else:
+            self.ptrs = self.lens = None
+
+
+def _index_in(value: Any, lo: int, hi: int, what: str) -> int:
+    v = operator.index(value)
+    if v < lo:
+        raise ValueError(f"{what} must be at least {lo}, got {v}")
+    if v > hi:
+        raise OverflowError(f"{what} must be at most {hi}, got {v}")
+    return v
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+class Stats(NamedTuple):
+    """Filter statistics (``leveldb_bloom_stats``)."""
+
+    filters_built: int
+    """Filters created (each create call, however many keys)."""
+    keys_added: int
+    """Keys added to those filters (duplicates count)."""
+    queries: int
+    """Queries answered (single key, batch entry, or filter block)."""
+    no_match: int
+    """Queries answered "no match": the table reads a database avoided."""
+
+    @classmethod
+    def _from_c(cls, s: _native.c_stats) -> "Stats":
+        return cls(s.filters_built, s.keys_added, s.queries, s.no_match)
+
+
+def global_stats() -> Stats:
+    """What every policy in the process (destroyed ones included) has counted since start
+    or the last ``reset_global_stats()``."""
+    s = _native.c_stats()
+    _check(_lib.leveldb_bloom_global_stats(ctypes.byref(s)), "global_stats")
+    return Stats._from_c(s)
+
+
+def reset_global_stats() -> None:
+    """Restarts the process-wide counts from zero (per-policy counts are not affected)."""
+    _lib.leveldb_bloom_global_stats_reset()
+
+
+def version() -> str:
+    """The C library's version (``leveldb_bloom_version``), equal to ``__version__``."""
+    return _lib.leveldb_bloom_version().decode("ascii", "replace")
+
+
+def library_path() -> str:
+    """The path or name the C library was loaded from."""
+    return _lib_path
+
+
+# --------------------------------------------------------------------------- policy
+
+
+class BloomPolicy:
+    """LevelDB's built-in Bloom filter policy for one bits-per-key setting.
+
+    ``BloomPolicy(bits_per_key)`` builds the filters of LevelDB's
+    ``NewBloomFilterPolicy(bits_per_key)``. ``bits_per_key`` 0 is valid; a negative one is
+    a ``ValueError``, one above ``INT_MAX`` an ``OverflowError``.
+    """
+
+    def __init__(self, bits_per_key: int) -> None:
+        self._ptr: Optional[int] = None  # first, so that __del__ works if __init__ raises
+        self._closed = True
+        bpk = _index_in(bits_per_key, 0, _native.INT_MAX, "bits_per_key")
+        ptr = _lib.leveldb_bloom_policy_create(bpk)
+        if not ptr:
+            raise OutOfMemoryError(Status.OUT_OF_MEMORY, "leveldb_bloom_policy_create")
+        self._ptr = ptr
+        self._bits_per_key = bpk
+        self._lock = threading.Lock()
+        self._users = 0
+        self._closed = False
+        self._name = _lib.leveldb_bloom_policy_name(ptr).decode("ascii", "replace")
+
+    # Calls in flight hold the C object; close() frees it when the last one returns.
+    def _acquire(self) -> int:
+        with self._lock:
+            if self._closed:
+                raise ValueError("operation on a closed BloomPolicy")
+            self._users += 1
+            return self._ptr  # type: ignore[return-value]
+
+    def _release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users or not self._closed or self._ptr is None:
+                return
+            ptr, self._ptr = self._ptr, None
+        _lib.leveldb_bloom_policy_destroy(ptr)
+
+    def close(self) -> None:
+        """Frees the C policy (once; later calls do nothing). Filter block builders made
+        from it stay usable."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # __init__ did not get that far
+            return
+        with lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._users:
+                return  # the last call in flight frees it
+            ptr, self._ptr = self._ptr, None
+        if ptr:
+            _lib.leveldb_bloom_policy_destroy(ptr)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> "BloomPolicy":
+        if self._closed:
+            raise ValueError("operation on a closed BloomPolicy")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+    def __repr__(self) -> str:
+        state = ", closed" if self._closed else ""
+        return f"BloomPolicy(bits_per_key={getattr(self, '_bits_per_key', '?')}{state})"
+
+    @property
+    def name(self) -> str:
+        """``"leveldb.BuiltinBloomFilter2"``, the name LevelDB records in tables."""
+        return self._name
+
+    @property
+    def bits_per_key(self) -> int:
+        return self._bits_per_key
+
+    def filter_len(self, num_keys: int) -> int:
+        """The byte length of the filter for ``num_keys`` keys (duplicates count).
+        ``TooLargeError`` if it does not fit ``size_t``."""
+        n = _index_in(num_keys, 0, _native.SIZE_MAX, "num_keys")
+        ptr = self._acquire()
+        try:
+            size = _lib.leveldb_bloom_filter_len(ptr, n)
+        finally:
+            self._release()
+        if size == 0:
+            raise TooLargeError(Status.TOO_LARGE, "filter_len")
+        return int(size)
+
+    def create_filter(self, keys: Iterable[BytesLike]) -> bytes:
+        """The filter for ``keys``, byte-identical to LevelDB's ``CreateFilter``."""
+        arrays = _KeyArrays(_as_key_list(keys))
+        out_len = ctypes.c_size_t(0)
+        ptr = self._acquire()
+        try:
+            need = _lib.leveldb_bloom_filter_len(ptr, arrays.n)
+            if need == 0:
+                raise TooLargeError(Status.TOO_LARGE, "create_filter")
+            out = ctypes.create_string_buffer(need)
+            status = _lib.leveldb_bloom_create_filter(
+                ptr, arrays.ptrs, arrays.lens, arrays.n, out, need, ctypes.byref(out_len)
+            )
+        finally:
+            self._release()
+        _check(status, "create_filter")
+        return out.raw[: out_len.value]
+
+    def may_match(self, key: BytesLike, filter: BytesLike) -> bool:
+        """Whether ``key`` may be in ``filter`` (built by this library or LevelDB with any
+        bits per key), answered exactly as LevelDB answers, malformed filters included.
+        ``False`` means certainly absent."""
+        k = _as_bytes(key, "key")
+        f = _as_bytes(filter, "filter")
+        ptr = self._acquire()
+        try:
+            return bool(_lib.leveldb_bloom_key_may_match(ptr, k, len(k), f, len(f)))
+        finally:
+            self._release()
+
+    def may_match_batch(self, keys: Iterable[BytesLike], filter: BytesLike) -> List[bool]:
+        """``[self.may_match(k, filter) for k in keys]``, in one C call."""
+        arrays = _KeyArrays(_as_key_list(keys))
+        f = _as_bytes(filter, "filter")
+        results = (ctypes.c_uint8 * max(arrays.n, 1))()
+        ptr = self._acquire()
+        try:
+            status = _lib.leveldb_bloom_key_may_match_batch(
+                ptr, arrays.ptrs, arrays.lens, arrays.n, f, len(f), results
+            )
+        finally:
+            self._release()
+        _check(status, "may_match_batch")
+        return [r != 0 for r in bytes(results)[: arrays.n]]
+
+    def stats(self) -> Stats:
+        """What this policy (and builders made from it) counted since creation or the last
+        ``reset_stats()``."""
+        s = _native.c_stats()
+        ptr = self._acquire()
+        try:
+            status = _lib.leveldb_bloom_policy_stats(ptr, ctypes.byref(s))
+        finally:
+            self._release()
+        _check(status, "stats")
+        return Stats._from_c(s)
+
+    def reset_stats(self) -> None:
+        """Restarts this policy's counts from zero (the global counts are not affected)."""
+        ptr = self._acquire()
+        try:
+            status = _lib.leveldb_bloom_policy_stats_reset(ptr)
+        finally:
+            self._release()
+        _check(status, "reset_stats")
+
+
+# --------------------------------------------------------------------------- filter blocks
+
+
+class FilterBlockBuilder:
+    """Builds the filter block of one LevelDB table, as LevelDB's ``FilterBlockBuilder``.
+
+    Call ``start_block(offset)`` for each data block (0 first, then the offset past each
+    block and its trailer), ``add_key(key)`` for its keys, then ``finish()`` for the block's
+    bytes. After ``finish()``, ``start_block`` and ``add_key`` raise
+    ``AlreadyFinishedError``; ``finish()`` again returns the same bytes. A ``start_block``
+    offset in a 2 KiB window before one already started raises ``OffsetBackwardsError``.
+    """
+
+    def __init__(self, policy: BloomPolicy) -> None:
+        self._ptr: Optional[int] = None
+        if not isinstance(policy, BloomPolicy):
+            raise TypeError(f"policy must be a BloomPolicy, not {type(policy).__name__}")
+        p = policy._acquire()
+        try:
+            ptr = _lib.leveldb_bloom_filter_block_builder_create(p)
+        finally:
+            policy._release()
+        if not ptr:
+            raise OutOfMemoryError(Status.OUT_OF_MEMORY, "filter_block_builder_create")
+        self._ptr = ptr
+        self._lock = threading.Lock()  # a C builder is for one thread at a time
+
+    def _live(self) -> int:
+        if self._ptr is None:
+            raise ValueError("operation on a closed FilterBlockBuilder")
+        return self._ptr
+
+    def start_block(self, block_offset: int) -> None:
+        """Announces a data block starting at ``block_offset`` (0 <= offset < 2**64)."""
+        off = _index_in(block_offset, 0, _native.UINT64_MAX, "block_offset")
+        with self._lock:
+            status = _lib.leveldb_bloom_filter_block_builder_start_block(self._live(), off)
+        _check(status, "start_block")
+
+    def add_key(self, key: BytesLike) -> None:
+        """Adds a key (copied) to the filter of the current data block."""
+        k = _as_bytes(key, "key")
+        with self._lock:
+            status = _lib.leveldb_bloom_filter_block_builder_add_key(self._live(), k, len(k))
+        _check(status, "add_key")
+
+    def add_keys(self, keys: Iterable[BytesLike]) -> None:
+        """``add_key`` for each key."""
+        for k in _as_key_list(keys):
+            self.add_key(k)
+
+    def finish(self) -> bytes:
+        """The filter block's bytes (a copy; the builder may be closed afterwards)."""
+        block = ctypes.c_void_p()
+        block_len = ctypes.c_size_t(0)
+        with self._lock:
+            status = _lib.leveldb_bloom_filter_block_builder_finish(
+                self._live(), ctypes.byref(block), ctypes.byref(block_len)
+            )
+            if status == Status.OK:
+                # The bytes belong to the builder: copy them while it is alive and locked.
+                n = block_len.value
+                return ctypes.string_at(block.value, n) if n and block.value else b""
+        _check(status, "finish")
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def close(self) -> None:
+        """Frees the C builder (once; later calls do nothing)."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:
+            return
+        with lock:
+            ptr, self._ptr = self._ptr, None
+        if ptr:
+            _lib.leveldb_bloom_filter_block_builder_destroy(ptr)
+
+    @property
+    def closed(self) -> bool:
+        return self._ptr is None
+
+    def __enter__(self) -> "FilterBlockBuilder":
+        self._live()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+
+def filter_block_may_match(
+    policy: BloomPolicy, block: BytesLike, block_offset: int, key: BytesLike
+) -> bool:
+    """Whether ``key`` may be in the data block at ``block_offset`` of the table whose filter
+    block is ``block``, answered exactly as LevelDB's ``FilterBlockReader`` (malformed blocks
+    answer "may match")."""
+    if not isinstance(policy, BloomPolicy):
+        raise TypeError(f"policy must be a BloomPolicy, not {type(policy).__name__}")
+    b = _as_bytes(block, "block")
+    off = _index_in(block_offset, 0, _native.UINT64_MAX, "block_offset")
+    k = _as_bytes(key, "key")
+    p = policy._acquire()
+    try:
+        return bool(_lib.leveldb_bloom_filter_block_may_match(p, b, len(b), off, k, len(k)))
+    finally:
+        policy._release()
+
+
+def filter_block_may_match_batch(
+    policy: BloomPolicy,
+    block: BytesLike,
+    block_offsets: Union[int, Sequence[int]],
+    keys: Iterable[BytesLike],
+) -> List[bool]:
+    """``filter_block_may_match`` for many queries in one C call: query ``i`` asks about
+    ``keys[i]`` in the data block at ``block_offsets[i]`` (or at ``block_offsets`` for
+    every key, if it is an int)."""
+    if not isinstance(policy, BloomPolicy):
+        raise TypeError(f"policy must be a BloomPolicy, not {type(policy).__name__}")
+    b = _as_bytes(block, "block")
+    arrays = _KeyArrays(_as_key_list(keys))
+    if isinstance(block_offsets, int):
+        offs = [_index_in(block_offsets, 0, _native.UINT64_MAX, "block_offset")] * arrays.n
+    else:
+        offs = [_index_in(o, 0, _native.UINT64_MAX, "block_offset") for o in block_offsets]
+        if len(offs) != arrays.n:
+            raise ValueError(f"{len(offs)} block offsets for {arrays.n} keys")
+    c_offs = (ctypes.c_uint64 * max(arrays.n, 1))(*offs)
+    results = (ctypes.c_uint8 * max(arrays.n, 1))()
+    p = policy._acquire()
+    try:
+        status = _lib.leveldb_bloom_filter_block_may_match_batch(
+            p, b, len(b), c_offs, arrays.ptrs, arrays.lens, arrays.n, results
+        )
+    finally:
+        policy._release()
+    _check(status, "filter_block_may_match_batch")
+    return [r != 0 for r in bytes(results)[: arrays.n]]
