@@ -20,6 +20,19 @@ const MIN_BITS: u64 = 64;
 ///
 /// Filters it builds are byte-identical to LevelDB 1.23's `NewBloomFilterPolicy(bits_per_key)`
 /// and queries answer exactly as LevelDB does, malformed filters included.
+///
+/// ```
+/// use leveldb_bloom::BloomPolicy;
+///
+/// let policy = BloomPolicy::new(10)?;
+/// assert_eq!(policy.probes(), 6);
+/// let mut filter = Vec::new();
+/// policy.create_filter(["hello", "world"], &mut filter)?;
+/// // LevelDB 1.23 builds exactly these 9 bytes (the last one is k).
+/// assert_eq!(filter, [0x11, 0x40, 0x00, 0x41, 0x44, 0x10, 0x40, 0x10, 0x06]);
+/// assert!(policy.key_may_match(b"hello", &filter));
+/// # Ok::<(), leveldb_bloom::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BloomPolicy {
     bits_per_key: u32,
@@ -30,6 +43,14 @@ impl BloomPolicy {
     /// Creates the policy. Format rule: `k = floor(bits_per_key * 0.69)` in double precision,
     /// clamped to `1..=30`. A negative `bits_per_key` is refused (LevelDB has undefined
     /// behaviour there); 0 is valid and gives one probe into a 64-bit array.
+    ///
+    /// ```
+    /// use leveldb_bloom::{BloomPolicy, Error};
+    ///
+    /// assert_eq!(BloomPolicy::new(16)?.probes(), 11);
+    /// assert_eq!(BloomPolicy::new(-1), Err(Error::NegativeBitsPerKey(-1)));
+    /// # Ok::<(), Error>(())
+    /// ```
     pub fn new(bits_per_key: i32) -> Result<Self, Error> {
         let Ok(bits_per_key) = u32::try_from(bits_per_key) else {
             return Err(Error::NegativeBitsPerKey(bits_per_key));
@@ -62,6 +83,13 @@ impl BloomPolicy {
     ///
     /// Format rule: `bits = max(num_keys * bits_per_key, 64)`, rounded up to whole bytes, plus
     /// one byte for `k`. A size that overflows `usize` is [`Error::TooLarge`].
+    ///
+    /// ```
+    /// let policy = leveldb_bloom::BloomPolicy::new(10)?;
+    /// assert_eq!(policy.filter_len(0)?, 9); // 64 bits + k
+    /// assert_eq!(policy.filter_len(100)?, 126); // 1000 bits + k
+    /// # Ok::<(), leveldb_bloom::Error>(())
+    /// ```
     pub fn filter_len(&self, num_keys: usize) -> Result<usize, Error> {
         // In 128 bits: the bit count may pass 2^64 while the byte count still fits.
         let bits = (num_keys as u128 * u128::from(self.bits_per_key)).max(u128::from(MIN_BITS));
@@ -149,6 +177,13 @@ impl BloomPolicy {
 /// Format rules: a filter shorter than 2 bytes matches nothing; a last byte `k` of 0 or
 /// above 30 always matches (reserved for other encodings); otherwise the key may match iff
 /// each of its `k` probes into the `(len - 1) * 8` bits finds a set bit.
+///
+/// ```
+/// use leveldb_bloom::key_may_match;
+///
+/// assert!(!key_may_match(b"x", b""));          // too short: nothing matches
+/// assert!(key_may_match(b"x", &[0, 0, 0xff])); // reserved encoding: everything may match
+/// ```
 pub fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
     query(key, filter, Remainder::new)
 }

@@ -16,6 +16,23 @@ const FILTER_BASE: u64 = 1 << FILTER_BASE_LG;
 /// Builds a table's filter block as LevelDB's `FilterBlockBuilder` does: call
 /// [`start_block`](Self::start_block)`(0)`, then [`add_key`](Self::add_key) for each entry,
 /// `start_block(offset)` after each data block, and [`finish`](Self::finish) once.
+///
+/// ```
+/// use leveldb_bloom::{BloomPolicy, FilterBlockBuilder, FilterBlockReader};
+///
+/// let mut builder = FilterBlockBuilder::new(BloomPolicy::new(10)?);
+/// builder.start_block(0)?;
+/// builder.add_key(b"foo")?;
+/// builder.start_block(5000)?; // the next data block starts at offset 5000
+/// builder.add_key(b"bar")?;
+/// let block = builder.finish()?.to_vec();
+///
+/// let reader = FilterBlockReader::new(&block);
+/// assert!(reader.key_may_match(0, b"foo"));
+/// assert!(reader.key_may_match(5000, b"bar"));
+/// assert!(!reader.key_may_match(2048, b"foo")); // an empty 2 KiB window matches nothing
+/// # Ok::<(), leveldb_bloom::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct FilterBlockBuilder {
     policy: BloomPolicy,

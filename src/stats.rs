@@ -67,6 +67,18 @@ struct Shards([AtomicU64; (SHARDS + 1) * STRIDE]);
 /// The counters of one policy: a handle that clones cheaply (a filter block builder keeps
 /// one, so its filters count as its policy's). The counts join the process-wide totals
 /// ([`global_snapshot`]) and stay there after the last handle is dropped.
+///
+/// ```
+/// use leveldb_bloom::Stats;
+///
+/// let stats = Stats::new();
+/// stats.record_filter(3);
+/// stats.record_query(false);
+/// let now = stats.snapshot();
+/// assert_eq!((now.filters_built, now.keys_added, now.queries, now.no_match), (1, 3, 1, 1));
+/// stats.reset();
+/// assert_eq!(stats.snapshot().queries, 0);
+/// ```
 pub struct Stats {
     counts: Arc<Counts>,
 }
