@@ -13,11 +13,11 @@ use leveldb_bloom::{BloomPolicy, Error, FilterBlockBuilder};
 // ---------------------------------------------------------------------------------------
 // Finding 1 (filter_block_builder, fuzz/regressions/filter_block_builder/finding-1-huge-offset):
 // start_block with an offset whose block would pass 4 GiB (one 4-byte offset per 2 KiB
-// window: offsets from 2^41 on) is documented as ERR_TOO_LARGE, but the builder generates
+// window: offsets from 2^41 on) is documented as ERR_TOO_LARGE, but the builder generated
 // every empty filter up to it: 4 bytes of memory per 2 KiB of offset (8 GiB for 2^42, and
-// for offsets near 2^64 until the allocator fails), then answers OUT_OF_MEMORY with the
-// builder changed. Run in a child process limited to 512 MiB of address space, so that the
-// unfixed code fails fast instead of taking the machine's memory.
+// for offsets near 2^64 until the allocator failed), then answered OUT_OF_MEMORY with the
+// builder changed (fixed in 1858c23). Run in a child process limited to 512 MiB of address
+// space, so that a regression fails fast instead of taking the machine's memory.
 // ---------------------------------------------------------------------------------------
 
 /// The first offset whose window index is 2^30: the offset array alone is then 4 GiB.
@@ -152,8 +152,9 @@ fn child_start_block_past_4_gib_c_api() {
 // ---------------------------------------------------------------------------------------
 // Finding 2 (create_filter, fuzz/regressions/create_filter/finding-2-filter-len-bits-overflow):
 // the filter length is documented as "0 (TooLarge) only if the size overflows size_t", but
-// it is computed through the bit count `num_keys * bits_per_key` in u64: when that passes
-// 2^64 while the byte count still fits usize, filter_len answers TooLarge / 0.
+// it was computed through the bit count `num_keys * bits_per_key` in u64: when that passed
+// 2^64 while the byte count still fit usize, filter_len answered TooLarge / 0 (fixed in
+// 1858c23).
 // ---------------------------------------------------------------------------------------
 
 #[cfg(target_pointer_width = "64")]
