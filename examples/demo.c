@@ -2,8 +2,9 @@
  * The leveldb-bloom demo: LevelDB 1.23, through its C API, with the Rust Bloom filter
  * policy plugged in by leveldb_filterpolicy_create.
  *
- *   1. In a fresh database (a mkdtemp directory) write NUM_KEYS keys and compact, with
- *      the leveldb-bloom policy: every table's filters are built by the Rust code.
+ *   1. In a fresh database (a mkdtemp directory) write 200,000 keys (or
+ *      LEVELDB_BLOOM_DEMO_KEYS) and compact, with the leveldb-bloom policy: every table's
+ *      filters are built by the Rust code.
  *   2. Reopen with the same policy, read every key back and as many absent keys. The
  *      absent keys sort between present ones ("user:00000001" lies between
  *      "user:00000000" and "user:00000002"), so each falls inside a table's key range and
@@ -29,7 +30,11 @@
 
 #include "leveldb_bloom.h"
 
-#define NUM_KEYS 200000
+/* Keys written (and absent keys read): 200,000, or LEVELDB_BLOOM_DEMO_KEYS from the
+   environment (1..10,000,000; scripts/valgrind runs the demo with fewer). */
+#define DEFAULT_NUM_KEYS 200000
+#define MAX_NUM_KEYS 10000000
+static int num_keys = DEFAULT_NUM_KEYS;
 #define BITS_PER_KEY 10
 #define BATCH 1000
 
@@ -88,11 +93,11 @@ static int write_keys(leveldb_t *db) {
   leveldb_writebatch_t *batch = leveldb_writebatch_create();
   char key[32], value[32];
   int i, ok = 1;
-  for (i = 0; i < NUM_KEYS && ok; i++) {
+  for (i = 0; i < num_keys && ok; i++) {
     size_t klen = make_key(key, sizeof key, i, 0);
     size_t vlen = make_value(value, sizeof value, i);
     leveldb_writebatch_put(batch, key, klen, value, vlen);
-    if (i % BATCH == BATCH - 1 || i == NUM_KEYS - 1) {
+    if (i % BATCH == BATCH - 1 || i == num_keys - 1) {
       char *err = NULL;
       leveldb_write(db, wo, batch, &err);
       ok = check_err("leveldb_write", err);
@@ -105,13 +110,13 @@ static int write_keys(leveldb_t *db) {
   return ok;
 }
 
-/* Reads the NUM_KEYS present (or absent) keys; returns the number of wrong answers. */
+/* Reads the num_keys present (or absent) keys; returns the number of wrong answers. */
 static long read_keys(leveldb_t *db, int absent) {
   leveldb_readoptions_t *ro = leveldb_readoptions_create();
   char key[32], value[32];
   long bad = 0;
   int i;
-  for (i = 0; i < NUM_KEYS; i++) {
+  for (i = 0; i < num_keys; i++) {
     char *err = NULL;
     size_t got_len = 0;
     size_t klen = make_key(key, sizeof key, i, absent);
@@ -180,8 +185,25 @@ static int read_phase(const char *path, leveldb_filterpolicy_t *fp,
 
 static void print_reads(const char *who, const read_result *r) {
   printf("read with %-15s %d/%d present keys found, %d/%d absent not found, %.3f s*\n",
-         who, NUM_KEYS - (int)r->wrong_present, NUM_KEYS, NUM_KEYS - (int)r->wrong_absent,
-         NUM_KEYS, r->seconds);
+         who, num_keys - (int)r->wrong_present, num_keys, num_keys - (int)r->wrong_absent,
+         num_keys, r->seconds);
+}
+
+/* Sets num_keys from LEVELDB_BLOOM_DEMO_KEYS, if set; returns 0 if that is not a count in
+   range. */
+static int read_num_keys(void) {
+  const char *s = getenv("LEVELDB_BLOOM_DEMO_KEYS");
+  char *end = NULL;
+  long v;
+  if (s == NULL || *s == '\0') return 1;
+  v = strtol(s, &end, 10);
+  if (*end != '\0' || v < 1 || v > MAX_NUM_KEYS) {
+    fprintf(stderr, "demo: LEVELDB_BLOOM_DEMO_KEYS=%s is not a count in 1..%d\n", s,
+            MAX_NUM_KEYS);
+    return 0;
+  }
+  num_keys = (int)v;
+  return 1;
 }
 
 int main(void) {
@@ -198,6 +220,7 @@ int main(void) {
   int k, ran = 0, cleaned = 1;
   long wrong;
 
+  if (!read_num_keys()) return 2;
   memset(&rust, 0, sizeof rust);
   memset(&stock, 0, sizeof stock);
   if (mkdtemp(dir) == NULL) {
@@ -236,7 +259,7 @@ int main(void) {
     leveldb_close(db);
     if (ran) {
       printf("wrote %d keys and compacted in %.3f s: %llu filters built over %llu keys\n",
-             NUM_KEYS, write_seconds, (unsigned long long)wrote.filters_built,
+             num_keys, write_seconds, (unsigned long long)wrote.filters_built,
              (unsigned long long)wrote.keys_added);
     }
   }

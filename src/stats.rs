@@ -132,7 +132,10 @@ impl Stats {
 
     /// The counts since creation or the last [`reset`](Self::reset).
     pub fn snapshot(&self) -> StatsSnapshot {
-        self.counts.total().since(*lock(&self.counts.baseline))
+        // The baseline lock is held while summing: a reset in between would otherwise store a
+        // baseline above the sum, and the difference would wrap to near 2^64.
+        let baseline = lock(&self.counts.baseline);
+        self.counts.total().since(*baseline)
     }
 
     /// Restarts these counts from zero; the process-wide totals keep theirs.

@@ -3,7 +3,11 @@
 #
 #   cmake -DPROGRAM=name -DSTOCK=exe -DSHARED=exe -DSTATIC=exe -DDROPIN_SO=path
 #         -DWORK_DIR=dir [-DSTATIC_NO_U=exe -DSTATIC_NO_U_SERVED_BY=stock|dropin]
+#         [-DPRELOAD_FIRST=lib] [-DLAUNCHER=cmd|arg|...]
 #         -P run_dropin_proof.cmake
+#
+# PRELOAD_FIRST (sanitized builds: the ASan or TSan runtime) is preloaded ahead of DROPIN_SO;
+# LAUNCHER (a '|'-separated command, e.g. valgrind and its options) runs every program.
 #
 # STOCK is the program linked with LevelDB alone; SHARED the same source linked against
 # libleveldb_bloom_dropin.so ahead of libleveldb.so; STATIC linked against
@@ -22,7 +26,9 @@
 #             program, whose own reference pulls it in). This pins why dropin_static
 #             carries the -u.
 #
-# The stock binary itself must not contain the string "leveldb_bloom" (no symbol, no path).
+# The stock binary itself must not name any leveldb-bloom symbol (leveldb_bloom_... or the
+# drop-in's entry points). Paths are not checked: a sanitized build embeds source paths, and
+# a checkout directory may be called anything.
 #
 # Assertions for every drop-in arrangement:
 #   - the program's output (counts and an FNV-1a digest of every key/value pair) equals the
@@ -59,9 +65,10 @@ if(DEFINED STATIC_NO_U AND NOT "${STATIC_NO_U}" STREQUAL "")
   list(APPEND arrangements static_no_u)
 endif()
 
-file(STRINGS "${STOCK}" ours REGEX "leveldb_bloom")
+execute_process(COMMAND nm "${STOCK}" OUTPUT_VARIABLE stock_symbols ERROR_QUIET)
+string(REGEX MATCHALL "[^\n]*leveldb_bloom[^\n]*" ours "${stock_symbols}")
 if(ours)
-  message(FATAL_ERROR "${PROGRAM}: the stock binary ${STOCK} mentions leveldb_bloom: ${ours}")
+  message(FATAL_ERROR "${PROGRAM}: the stock binary ${STOCK} names leveldb-bloom symbols: ${ours}")
 endif()
 
 set(failures 0)
@@ -80,6 +87,15 @@ function(parse_lines prefix text)
   endforeach()
 endfunction()
 
+set(preload "${DROPIN_SO}")
+if(DEFINED PRELOAD_FIRST AND NOT "${PRELOAD_FIRST}" STREQUAL "")
+  set(preload "${PRELOAD_FIRST}:${DROPIN_SO}")
+endif()
+set(launcher "")
+if(DEFINED LAUNCHER AND NOT "${LAUNCHER}" STREQUAL "")
+  string(REPLACE "|" ";" launcher "${LAUNCHER}")
+endif()
+
 set(stock_output "")
 set(stock_tables "")
 foreach(arrangement IN LISTS arrangements)
@@ -93,7 +109,7 @@ foreach(arrangement IN LISTS arrangements)
     set(env --unset=LD_PRELOAD)
   elseif(arrangement STREQUAL "preload")
     set(exe "${STOCK}")
-    set(env "LD_PRELOAD=${DROPIN_SO}")
+    set(env "LD_PRELOAD=${preload}")
   elseif(arrangement STREQUAL "shared")
     set(exe "${SHARED}")
     set(env --unset=LD_PRELOAD)
@@ -107,7 +123,7 @@ foreach(arrangement IN LISTS arrangements)
 
   execute_process(
     COMMAND "${CMAKE_COMMAND}" -E env ${env} "LEVELDB_BLOOM_STATS_FILE=${stats_file}"
-            "${exe}" "${dir}/db"
+            ${launcher} "${exe}" "${dir}/db"
     RESULT_VARIABLE rc
     OUTPUT_VARIABLE output
     ERROR_VARIABLE errors)

@@ -13,6 +13,9 @@
 //                                                keys never written, a full scan
 //   interop_tool table POLICY FILE               one table via leveldb::TableBuilder
 //
+// Environment: LEVELDB_BLOOM_INTEROP_MAX_KEYS caps KEYS (write and read alike, so a matrix
+// run with it set stays consistent; scripts/valgrind shrinks the 1,000,000-key database so).
+//
 // Before anything else the tool proves which policy it really runs: where
 // leveldb::NewBloomFilterPolicy resolves (dladdr: libleveldb for stock and callbacks, the
 // drop-in for dropin), the dynamic type of the policy object and the library its type_info
@@ -455,7 +458,12 @@ int main(int argc, char** argv) {
   const Policy policy(mode);
   if (cmd == "table" && argc == 4) return cmd_table(policy, argv[3]);
   if ((cmd == "write" || cmd == "read") && argc == 6) {
-    const Workload w(parse_count(argv[4]), parse_count(argv[5]));
+    uint64_t keys = parse_count(argv[4]);
+    if (const char* cap = std::getenv("LEVELDB_BLOOM_INTEROP_MAX_KEYS"); cap && *cap) {
+      keys = std::min(keys, parse_count(cap));
+      std::printf("LEVELDB_BLOOM_INTEROP_MAX_KEYS: %" PRIu64 " keys\n", keys);
+    }
+    const Workload w(keys, parse_count(argv[5]));
     return cmd == "write" ? cmd_write(policy, argv[3], w) : cmd_read(policy, argv[3], w);
   }
   die("bad arguments for %s", cmd);
