@@ -41,55 +41,14 @@
 #include <gtest/gtest.h>
 
 #include "harness.h"
+#include "leveldb_filter_block.h"
 #include "leveldb/filter_policy.h"
 #include "leveldb/slice.h"
 #include "leveldb_bloom.h"
 
-namespace leveldb {
-
-// As in LevelDB 1.23 table/filter_block.h (declared as filter_block_test.cc does; this
-// executable links the static archive, which exports both classes).
-class FilterBlockBuilder {
- public:
-  explicit FilterBlockBuilder(const FilterPolicy*);
-
-  FilterBlockBuilder(const FilterBlockBuilder&) = delete;
-  FilterBlockBuilder& operator=(const FilterBlockBuilder&) = delete;
-
-  void StartBlock(uint64_t block_offset);
-  void AddKey(const Slice& key);
-  Slice Finish();
-
- private:
-  void GenerateFilter();
-
-  const FilterPolicy* policy_;
-  std::string keys_;
-  std::vector<size_t> start_;
-  std::string result_;
-  std::vector<Slice> tmp_keys_;
-  std::vector<uint32_t> filter_offsets_;
-};
-
-class FilterBlockReader {
- public:
-  FilterBlockReader(const FilterPolicy* policy, const Slice& contents);
-  bool KeyMayMatch(uint64_t block_offset, const Slice& key);
-
- private:
-  const FilterPolicy* policy_;
-  const char* data_;
-  const char* offset_;
-  size_t num_;
-  size_t base_lg_;
-};
-
-}  // namespace leveldb
 
 namespace {
 
-static_assert(sizeof(leveldb::FilterBlockBuilder) == 0x90, "FilterBlockBuilder layout");
-static_assert(sizeof(leveldb::FilterBlockReader) == 0x28, "FilterBlockReader layout");
 static_assert(sizeof(leveldb::Slice) == sizeof(leveldb_bloom_slice), "Slice layout");
 
 constexpr int kBitsPerKey = 10;

@@ -26,48 +26,8 @@
 #include "leveldb/slice.h"
 #include "leveldb_bloom.h"
 
-namespace leveldb {
-
-// As in LevelDB 1.23 table/filter_block.h (not installed by Debian; the static archive
-// exports the classes). Same members in the same order: the archive's code uses them.
-class FilterBlockBuilder {
- public:
-  explicit FilterBlockBuilder(const FilterPolicy*);
-  FilterBlockBuilder(const FilterBlockBuilder&) = delete;
-  FilterBlockBuilder& operator=(const FilterBlockBuilder&) = delete;
-  void StartBlock(uint64_t block_offset);
-  void AddKey(const Slice& key);
-  Slice Finish();
-
- private:
-  void GenerateFilter();
-
-  const FilterPolicy* policy_;
-  std::string keys_;
-  std::vector<size_t> start_;
-  std::string result_;
-  std::vector<Slice> tmp_keys_;
-  std::vector<uint32_t> filter_offsets_;
-};
-
-// As in LevelDB 1.23 table/filter_block.h.
-class FilterBlockReader {
- public:
-  FilterBlockReader(const FilterPolicy* policy, const Slice& contents);
-  bool KeyMayMatch(uint64_t block_offset, const Slice& key);
-
- private:
-  const FilterPolicy* policy_;
-  const char* data_;
-  const char* offset_;
-  size_t num_;
-  size_t base_lg_;
-};
-
-}  // namespace leveldb
-
-static_assert(sizeof(leveldb::FilterBlockBuilder) == 0x90, "FilterBlockBuilder layout");
-static_assert(sizeof(leveldb::FilterBlockReader) == 0x28, "FilterBlockReader layout");
+// LevelDB's FilterBlockBuilder/Reader, declared once for the harness and the fuzzers.
+#include "../cpp_tests/leveldb_filter_block.h"
 
 namespace fuzz {
 

@@ -1,0 +1,61 @@
+// LevelDB 1.23's table filter block classes, declared exactly as its
+// table/filter_block.h does (same members in the same order: the static archive
+// libleveldb.a, which exports them although Debian installs no header, addresses the
+// members at these offsets). Programs that include this must link libleveldb.a.
+#ifndef LEVELDB_BLOOM_CPP_TESTS_LEVELDB_FILTER_BLOCK_H_
+#define LEVELDB_BLOOM_CPP_TESTS_LEVELDB_FILTER_BLOCK_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "leveldb/filter_policy.h"
+#include "leveldb/slice.h"
+
+namespace leveldb {
+
+class FilterBlockBuilder {
+ public:
+  explicit FilterBlockBuilder(const FilterPolicy*);
+
+  FilterBlockBuilder(const FilterBlockBuilder&) = delete;
+  FilterBlockBuilder& operator=(const FilterBlockBuilder&) = delete;
+
+  void StartBlock(uint64_t block_offset);
+  void AddKey(const Slice& key);
+  Slice Finish();
+
+ private:
+  void GenerateFilter();
+
+  const FilterPolicy* policy_;
+  std::string keys_;             // Flattened key contents
+  std::vector<size_t> start_;    // Starting index in keys_ of each key
+  std::string result_;           // Filter data computed so far
+  std::vector<Slice> tmp_keys_;  // policy_->CreateFilter() argument
+  std::vector<uint32_t> filter_offsets_;
+};
+
+class FilterBlockReader {
+ public:
+  // REQUIRES: "contents" and *policy must stay live while *this is live.
+  FilterBlockReader(const FilterPolicy* policy, const Slice& contents);
+  bool KeyMayMatch(uint64_t block_offset, const Slice& key);
+
+ private:
+  const FilterPolicy* policy_;
+  const char* data_;    // Pointer to filter data (at block start)
+  const char* offset_;  // Pointer to beginning of offset array (at block end)
+  size_t num_;          // Number of entries in offset array
+  size_t base_lg_;      // Encoding parameter (see kFilterBaseLg in .cc file)
+};
+
+}  // namespace leveldb
+
+// The archive's code addresses the members at these offsets (checked in its disassembly:
+// the builder's constructor writes 0x00..0x90, the reader's 0x00..0x28).
+static_assert(sizeof(leveldb::FilterBlockBuilder) == 0x90, "FilterBlockBuilder layout");
+static_assert(sizeof(leveldb::FilterBlockReader) == 0x28, "FilterBlockReader layout");
+
+#endif  // LEVELDB_BLOOM_CPP_TESTS_LEVELDB_FILTER_BLOCK_H_
