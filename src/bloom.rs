@@ -192,13 +192,7 @@ pub fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
 /// (the C API's policies cache it).
 #[inline]
 pub(crate) fn query(key: &[u8], filter: &[u8], remainder: impl FnOnce(u64) -> Remainder) -> bool {
-    match filter_array(filter) {
-        Ok((k, array)) => {
-            let remainder = remainder(bit_count(array));
-            with_probe_count!(k, K => bits_set::<K>(array, remainder, ProbeStart::of(key), k))
-        }
-        Err(answer) => answer,
-    }
+    query_hashed(ProbeStart::of(key), filter, remainder)
 }
 
 /// [`query`] for a key already hashed.

@@ -32,23 +32,7 @@ const TOO_SMALL: Answer = Status(LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL);
 const ALWAYS_MATCH_FILTER: [u8; 2] = [0, 0];
 
 fn status(code: c_int) -> Answer {
-    let known = [
-        LEVELDB_BLOOM_OK,
-        LEVELDB_BLOOM_ERR_NULL_ARGUMENT,
-        LEVELDB_BLOOM_ERR_INVALID_ARGUMENT,
-        LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL,
-        LEVELDB_BLOOM_ERR_OFFSET_BACKWARDS,
-        LEVELDB_BLOOM_ERR_ALREADY_FINISHED,
-        LEVELDB_BLOOM_ERR_PANIC,
-        LEVELDB_BLOOM_ERR_TOO_LARGE,
-        LEVELDB_BLOOM_ERR_OUT_OF_MEMORY,
-    ];
-    Status(
-        *known
-            .iter()
-            .find(|s| **s as c_int == code)
-            .expect("a documented status"),
-    )
+    Status(leveldb_bloom_status::try_from(code).expect("a documented status"))
 }
 
 fn pointer<T>(p: *const T) -> Answer {

@@ -376,10 +376,9 @@ pub extern "C" fn leveldb_bloom_global_stats_reset() {
 #[unsafe(no_mangle)]
 pub extern "C" fn leveldb_bloom_status_message(status: c_int) -> *const c_char {
     guard(LEVELDB_BLOOM_ERR_PANIC.message().as_ptr(), || {
-        let known = leveldb_bloom_status::ALL
-            .into_iter()
-            .find(|s| *s as c_int == status);
-        known.map_or(c"unknown status", |s| s.message()).as_ptr()
+        leveldb_bloom_status::try_from(status)
+            .map_or(c"unknown status", |s| s.message())
+            .as_ptr()
     })
 }
 

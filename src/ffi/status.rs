@@ -65,6 +65,18 @@ impl leveldb_bloom_status {
     }
 }
 
+impl TryFrom<std::ffi::c_int> for leveldb_bloom_status {
+    type Error = std::ffi::c_int;
+
+    /// The status with this code, or the code back if it is not one.
+    fn try_from(code: std::ffi::c_int) -> Result<Self, std::ffi::c_int> {
+        Self::ALL
+            .into_iter()
+            .find(|s| *s as std::ffi::c_int == code)
+            .ok_or(code)
+    }
+}
+
 impl From<Error> for leveldb_bloom_status {
     fn from(error: Error) -> Self {
         match error {
