@@ -27,6 +27,11 @@ pub enum Error {
     },
     /// The filter block builder was finished; it takes no more blocks or keys.
     AlreadyFinished,
+    /// A compact policy's bits per key was negative, not finite, or above
+    /// [`MAX_BITS_PER_KEY`](crate::compact::MAX_BITS_PER_KEY).
+    InvalidBitsPerKey,
+    /// A target false-positive rate was not in `(0, 1)` or is out of the format's reach.
+    InvalidFalsePositiveRate,
 }
 
 impl fmt::Display for Error {
@@ -46,6 +51,10 @@ impl fmt::Display for Error {
                 "block offset {block_offset} falls before filter window {filters} already started"
             ),
             Error::AlreadyFinished => f.write_str("filter block builder already finished"),
+            Error::InvalidBitsPerKey => f.write_str("bits_per_key must be a number from 0 to 32"),
+            Error::InvalidFalsePositiveRate => {
+                f.write_str("false-positive rate must be in (0, 1) and reachable")
+            }
         }
     }
 }

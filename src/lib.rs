@@ -17,14 +17,17 @@
 //! The C API (`include/leveldb_bloom.h`) is generated from the [`ffi`] module.
 
 pub mod bloom;
+pub mod compact;
 pub mod error;
 pub mod ffi;
 pub mod filter_block;
 pub mod hash;
 mod remainder;
 pub mod stats;
+pub mod xxh64;
 
 pub use bloom::{BloomPolicy, key_may_match};
+pub use compact::CompactPolicy;
 pub use error::Error;
 pub use filter_block::{FilterBlockBuilder, FilterBlockReader};
 pub use stats::{Stats, StatsSnapshot};

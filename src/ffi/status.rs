@@ -80,7 +80,9 @@ impl TryFrom<std::ffi::c_int> for leveldb_bloom_status {
 impl From<Error> for leveldb_bloom_status {
     fn from(error: Error) -> Self {
         match error {
-            Error::NegativeBitsPerKey(_) => LEVELDB_BLOOM_ERR_INVALID_ARGUMENT,
+            Error::NegativeBitsPerKey(_)
+            | Error::InvalidBitsPerKey
+            | Error::InvalidFalsePositiveRate => LEVELDB_BLOOM_ERR_INVALID_ARGUMENT,
             Error::TooLarge => LEVELDB_BLOOM_ERR_TOO_LARGE,
             Error::OutOfMemory => LEVELDB_BLOOM_ERR_OUT_OF_MEMORY,
             Error::BufferTooSmall { .. } => LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL,
