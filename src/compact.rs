@@ -10,6 +10,7 @@
 
 use crate::bloom;
 use crate::error::Error;
+use crate::remainder::Remainder;
 use crate::xxh64::xxh64;
 
 /// The smallest marker byte of a compact filter; smaller last bytes are LevelDB's.
@@ -196,10 +197,43 @@ pub fn key_hash(key: &[u8]) -> u64 {
 /// Whether `key` may be in `filter`, read as [`CompactPolicy`] reads it: a filter of 2 or
 /// more bytes ending in `32..=255` is compact; any other is answered as LevelDB answers it.
 pub fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
+    query(key, filter, Remainder::new)
+}
+
+/// [`key_may_match`], with the remainder for a Bloom filter's bit count supplied by the
+/// caller (the C API's policies cache it).
+#[inline]
+pub(crate) fn query(key: &[u8], filter: &[u8], remainder: impl FnOnce(u64) -> Remainder) -> bool {
     if is_compact(filter) {
         compact_may_match(key_hash(key), filter)
     } else {
-        bloom::key_may_match(key, filter)
+        bloom::query(key, filter, remainder)
+    }
+}
+
+/// Answers [`key_may_match`] for each of `keys` against one `filter`: `results[i]` for key
+/// `i`. Keys past `results.len()` are not read.
+pub fn keys_may_match<'k>(
+    keys: impl IntoIterator<Item = &'k [u8]>,
+    filter: &[u8],
+    results: &mut [bool],
+) {
+    query_batch(keys, filter, results, Remainder::new)
+}
+
+/// [`keys_may_match`], with a caller-supplied remainder for a Bloom filter.
+pub(crate) fn query_batch<'k>(
+    keys: impl IntoIterator<Item = &'k [u8]>,
+    filter: &[u8],
+    results: &mut [bool],
+    remainder: impl FnOnce(u64) -> Remainder,
+) {
+    if is_compact(filter) {
+        for (result, key) in results.iter_mut().zip(keys) {
+            *result = compact_may_match(key_hash(key), filter);
+        }
+    } else {
+        bloom::query_batch(keys, filter, results, remainder);
     }
 }
 

@@ -4,8 +4,9 @@
 //! u32, then the offset of that array as a u32, then one byte `base_lg` (11). Filter `i`
 //! covers the data blocks whose offsets fall in `[i << base_lg, (i + 1) << base_lg)`.
 
-use crate::bloom::{BloomPolicy, HASH_GROUP, ProbeStart};
+use crate::bloom::{HASH_GROUP, ProbeStart};
 use crate::error::Error;
+use crate::policy::FilterPolicy;
 use crate::remainder::Remainder;
 
 /// log2 of the data-block offset window each filter covers: one filter per 2 KiB.
@@ -35,7 +36,7 @@ const FILTER_BASE: u64 = 1 << FILTER_BASE_LG;
 /// ```
 #[derive(Debug, Clone)]
 pub struct FilterBlockBuilder {
-    policy: BloomPolicy,
+    policy: FilterPolicy,
     /// Keys of the open filter, back to back.
     keys: Vec<u8>,
     /// Where each pending key starts in `keys`.
@@ -47,10 +48,11 @@ pub struct FilterBlockBuilder {
 }
 
 impl FilterBlockBuilder {
-    /// A builder whose filters `policy` creates.
-    pub fn new(policy: BloomPolicy) -> Self {
+    /// A builder whose filters `policy` (a [`BloomPolicy`](crate::BloomPolicy), a
+    /// [`CompactPolicy`](crate::CompactPolicy) or a [`FilterPolicy`]) creates.
+    pub fn new(policy: impl Into<FilterPolicy>) -> Self {
         FilterBlockBuilder {
-            policy,
+            policy: policy.into(),
             keys: Vec::new(),
             key_starts: Vec::new(),
             result: Vec::new(),
@@ -247,7 +249,28 @@ impl<'a> FilterBlockReader<'a> {
         }
     }
 
-    /// The Bloom filter that covers `block_offset`, or the answer every key gets when none
+    /// [`key_may_match`](Self::key_may_match) with the filter read by `policy`: the same
+    /// for a Bloom policy; a compact policy also reads its own filters.
+    pub fn key_may_match_with(&self, policy: &FilterPolicy, block_offset: u64, key: &[u8]) -> bool {
+        self.query_with(policy, block_offset, key, Remainder::new)
+    }
+
+    /// [`key_may_match_with`](Self::key_may_match_with), with a caller-supplied remainder.
+    #[inline]
+    pub(crate) fn query_with(
+        &self,
+        policy: &FilterPolicy,
+        block_offset: u64,
+        key: &[u8],
+        remainder: impl FnOnce(u64) -> Remainder,
+    ) -> bool {
+        match self.filter_for(block_offset) {
+            Ok(filter) => policy.query(key, filter, remainder),
+            Err(answer) => answer,
+        }
+    }
+
+    /// The filter that covers `block_offset`, or the answer every key gets when none
     /// does (format rules as for [`key_may_match`](Self::key_may_match)).
     fn filter_for(&self, block_offset: u64) -> Result<&[u8], bool> {
         let index = block_offset >> (self.base_lg % 64);
@@ -273,6 +296,35 @@ impl<'a> FilterBlockReader<'a> {
         results: &mut [bool],
     ) {
         self.query_batch(queries, results, Remainder::new)
+    }
+
+    /// [`keys_may_match`](Self::keys_may_match) with the filters read by `policy` (see
+    /// [`key_may_match_with`](Self::key_may_match_with)).
+    pub fn keys_may_match_with<'k>(
+        &self,
+        policy: &FilterPolicy,
+        queries: impl IntoIterator<Item = (u64, &'k [u8])>,
+        results: &mut [bool],
+    ) {
+        self.query_batch_with(policy, queries, results, Remainder::new)
+    }
+
+    /// [`keys_may_match_with`](Self::keys_may_match_with), with caller-supplied remainders.
+    pub(crate) fn query_batch_with<'k>(
+        &self,
+        policy: &FilterPolicy,
+        queries: impl IntoIterator<Item = (u64, &'k [u8])>,
+        results: &mut [bool],
+        remainder: impl Fn(u64) -> Remainder,
+    ) {
+        match policy {
+            FilterPolicy::Bloom(_) => self.query_batch(queries, results, remainder),
+            FilterPolicy::Compact(_) => {
+                for (result, (offset, key)) in results.iter_mut().zip(queries) {
+                    *result = self.query_with(policy, offset, key, &remainder);
+                }
+            }
+        }
     }
 
     /// [`keys_may_match`](Self::keys_may_match), with the remainders for filters' bit
@@ -314,6 +366,7 @@ fn read_u32(bytes: &[u8], pos: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::BloomPolicy;
 
     fn hex(bytes: &[u8]) -> String {
         bytes.iter().map(|b| format!("{b:02x}")).collect()

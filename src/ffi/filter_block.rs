@@ -50,7 +50,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_create(
         // SAFETY: the caller guarantees NULL or a live policy.
         match unsafe { try_ref(policy) } {
             Ok(policy) => Box::into_raw(Box::new(leveldb_bloom_filter_block_builder {
-                builder: FilterBlockBuilder::new(policy.bloom),
+                builder: FilterBlockBuilder::new(policy.policy),
                 stats: policy.stats.clone(),
             })),
             Err(_) => std::ptr::null_mut(),
@@ -174,7 +174,9 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match(
             )
         };
         let reader = FilterBlockReader::new(block);
-        let may_match = reader.query(block_offset, key, |bits| policy.reciprocals.remainder(bits));
+        let may_match = reader.query_with(&policy.policy, block_offset, key, |bits| {
+            policy.reciprocals.remainder(bits)
+        });
         policy.stats.record_query(may_match);
         Ok(may_match)
     })
@@ -217,7 +219,9 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match_batch(
         };
         let reader = FilterBlockReader::new(block);
         let queries = offsets.iter().copied().zip(keys.iter());
-        reader.query_batch(queries, results, |bits| policy.reciprocals.remainder(bits));
+        reader.query_batch_with(&policy.policy, queries, results, |bits| {
+            policy.reciprocals.remainder(bits)
+        });
         policy.stats.record_queries(results);
         Ok(())
     });

@@ -6,16 +6,18 @@ use super::boundary::try_zeroed_bytes_mut;
 use super::boundary::{FfiResult, KeyArray, guard, guard_query, guard_status, try_ref, try_slice};
 use super::boundary::{leveldb_bloom_slice, results_may_match_on_error, try_mut, try_results};
 use super::status::leveldb_bloom_status::{self, *};
-use crate::bloom::{self, BloomPolicy};
+use crate::bloom::BloomPolicy;
+use crate::compact::CompactPolicy;
+use crate::policy::{FilterPolicy, Format};
 use crate::remainder::ReciprocalCache;
 use crate::stats::{Stats, StatsSnapshot};
 
-/// LevelDB's built-in Bloom filter policy (`leveldb.BuiltinBloomFilter2`) for one
-/// bits-per-key setting. Immutable after creation: one policy may be used from any number
-/// of threads at once.
+/// A filter policy named `leveldb.BuiltinBloomFilter2`: LevelDB's Bloom filters, or the
+/// opt-in compact format, for one bits-per-key setting. Immutable after creation: one policy
+/// may be used from any number of threads at once.
 #[allow(non_camel_case_types)]
 pub struct leveldb_bloom_policy {
-    pub(crate) bloom: BloomPolicy,
+    pub(crate) policy: FilterPolicy,
     /// Shared with the filter block builders made from this policy.
     pub(crate) stats: Stats,
     /// Spares queries a division per filter size.
@@ -26,15 +28,18 @@ impl leveldb_bloom_policy {
     /// Builds the filter for `keys` into `filter`, which is zeroed and exactly
     /// `filter_len(keys.len())` bytes long (each caller got it zeroed from its allocator or
     /// zeroed the caller's memory already), and counts it.
-    pub(crate) fn write_zeroed_filter(&self, keys: KeyArray, filter: &mut [u8]) {
-        self.bloom.write_filter(keys.iter(), filter);
+    pub(crate) fn write_zeroed_filter(&self, keys: KeyArray, filter: &mut [u8]) -> FfiResult<()> {
+        self.policy.write_filter(keys.iter(), filter)?;
         self.stats.record_filter(keys.len());
+        Ok(())
     }
 
     /// Answers a query, counting it.
     #[inline]
     pub(crate) fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
-        let may_match = bloom::query(key, filter, |bits| self.reciprocals.remainder(bits));
+        let may_match = self
+            .policy
+            .query(key, filter, |bits| self.reciprocals.remainder(bits));
         self.stats.record_query(may_match);
         may_match
     }
@@ -53,14 +58,109 @@ pub(crate) const POLICY_NAME: &CStr = c"leveldb.BuiltinBloomFilter2";
 #[unsafe(no_mangle)]
 pub extern "C" fn leveldb_bloom_policy_create(bits_per_key: c_int) -> *mut leveldb_bloom_policy {
     guard(std::ptr::null_mut(), || {
-        match BloomPolicy::new(bits_per_key) {
-            Ok(bloom) => Box::into_raw(Box::new(leveldb_bloom_policy {
-                bloom,
-                stats: Stats::new(),
-                reciprocals: ReciprocalCache::default(),
-            })),
-            Err(_) => std::ptr::null_mut(),
-        }
+        into_raw(BloomPolicy::new(bits_per_key).map(FilterPolicy::Bloom))
+    })
+}
+
+/// A new C policy object for `policy`, or NULL for an error.
+fn into_raw(policy: Result<FilterPolicy, crate::Error>) -> *mut leveldb_bloom_policy {
+    match policy {
+        Ok(policy) => Box::into_raw(Box::new(leveldb_bloom_policy {
+            policy,
+            stats: Stats::new(),
+            reciprocals: ReciprocalCache::default(),
+        })),
+        Err(_) => std::ptr::null_mut(),
+    }
+}
+
+/// The filter formats a policy can build (`leveldb_bloom_policy_create_for_fp_rate`,
+/// `leveldb_bloom_policy_format`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum leveldb_bloom_format {
+    /// LevelDB's own Bloom filters, byte-identical to `leveldb_filterpolicy_create_bloom`.
+    LEVELDB_BLOOM_FORMAT_BLOOM = 0,
+    /// The compact format (`docs/compact-format.md`): about a third of the Bloom filter's
+    /// false positives in the same memory. Stock LevelDB answers these filters "may match".
+    LEVELDB_BLOOM_FORMAT_COMPACT = 1,
+}
+
+/// Creates a compact-format policy (opt-in). Its filters are as long as LevelDB's Bloom
+/// filters at the same bits per key, with far fewer false positives (README, "Compact
+/// filters"); their last byte (32 to 255) makes stock LevelDB, and Bloom policies of this
+/// library, answer "may match", so a database written with it stays readable everywhere.
+/// The policy keeps LevelDB's name, `"leveldb.BuiltinBloomFilter2"`, and answers LevelDB's
+/// Bloom filters exactly as LevelDB does, so existing tables keep their filters.
+///
+/// `bits_per_key` may be fractional, from 0 to 32. Returns NULL if it is outside that range
+/// or not a number, or if memory runs out. Below about 3 bits per key no fingerprint fits and
+/// the filters answer "may match" for every key. Ownership as for
+/// `leveldb_bloom_policy_create`.
+#[unsafe(no_mangle)]
+pub extern "C" fn leveldb_bloom_policy_create_compact(
+    bits_per_key: f64,
+) -> *mut leveldb_bloom_policy {
+    guard(std::ptr::null_mut(), || {
+        into_raw(CompactPolicy::new(bits_per_key).map(FilterPolicy::Compact))
+    })
+}
+
+/// Creates a policy of `format` (a `leveldb_bloom_format` value) with the fewest bits per
+/// key expected to give at most `target_fp_rate` false positives: for Bloom the smallest
+/// whole bits per key (1 to 100) whose standard model `(1 - e^(-k/b))^k` reaches it (LevelDB's
+/// filters measure somewhat worse); for compact `log2(1/target) + 1.75` bits per key,
+/// measured on filters of 50 to 200 keys.
+///
+/// Returns NULL if `target_fp_rate` is not in (0, 1) or out of the format's reach (Bloom:
+/// below about 5e-15; compact: below about 2^-30), if `format` is unknown, or if memory runs
+/// out. Ownership as for `leveldb_bloom_policy_create`.
+#[unsafe(no_mangle)]
+pub extern "C" fn leveldb_bloom_policy_create_for_fp_rate(
+    target_fp_rate: f64,
+    format: c_int,
+) -> *mut leveldb_bloom_policy {
+    guard(std::ptr::null_mut(), || {
+        let format = match format {
+            0 => Format::Bloom,
+            1 => Format::Compact,
+            _ => return std::ptr::null_mut(),
+        };
+        into_raw(FilterPolicy::for_fp_rate(target_fp_rate, format))
+    })
+}
+
+/// The format of the filters `policy` builds, a `leveldb_bloom_format` value, or -1 if
+/// `policy` is NULL.
+///
+/// # Safety
+/// `policy` is NULL or a live policy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_bloom_policy_format(policy: *const leveldb_bloom_policy) -> c_int {
+    guard(-1, || {
+        // SAFETY: the caller guarantees NULL or a live policy.
+        let policy = unsafe { try_ref(policy) };
+        policy.map_or(-1, |p| match p.policy.format() {
+            Format::Bloom => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_BLOOM as c_int,
+            Format::Compact => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_COMPACT as c_int,
+        })
+    })
+}
+
+/// The bits per key of `policy` (chosen, for `leveldb_bloom_policy_create_for_fp_rate`), or
+/// -1 if `policy` is NULL.
+///
+/// # Safety
+/// `policy` is NULL or a live policy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_bloom_policy_bits_per_key(
+    policy: *const leveldb_bloom_policy,
+) -> f64 {
+    guard(-1.0, || {
+        // SAFETY: the caller guarantees NULL or a live policy.
+        let policy = unsafe { try_ref(policy) };
+        policy.map_or(-1.0, |p| p.policy.bits_per_key())
     })
 }
 
@@ -106,7 +206,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_len(
     guard(0, || {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) };
-        policy.map_or(0, |p| p.bloom.filter_len(num_keys).unwrap_or(0))
+        policy.map_or(0, |p| p.policy.filter_len(num_keys).unwrap_or(0))
     })
 }
 
@@ -185,14 +285,14 @@ unsafe fn create_filter(
     out_cap: usize,
     out_len: &mut usize,
 ) -> FfiResult<()> {
-    let needed = policy.bloom.filter_len(keys.len())?;
+    let needed = policy.policy.filter_len(keys.len())?;
     if out_cap < needed {
         *out_len = needed;
         return Err(LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL);
     }
     // SAFETY: `out_cap >= needed` writable bytes at a non-NULL `out`, by the contract.
     let out = unsafe { try_zeroed_bytes_mut(out, needed) }?;
-    policy.write_zeroed_filter(keys, out);
+    policy.write_zeroed_filter(keys, out)?;
     *out_len = needed;
     Ok(())
 }
@@ -260,7 +360,8 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match_batch(
                 try_filter(filter, filter_len)?,
             )
         };
-        bloom::query_batch(keys.iter(), filter, results, |bits| {
+        let policy_format = &policy.policy;
+        policy_format.query_batch(keys.iter(), filter, results, |bits| {
             policy.reciprocals.remainder(bits)
         });
         policy.stats.record_queries(results);
