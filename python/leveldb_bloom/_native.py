@@ -26,6 +26,9 @@ INT_MAX = 2**31 - 1
 SIZE_MAX = 2 ** (8 * ctypes.sizeof(ctypes.c_size_t)) - 1
 UINT64_MAX = 2**64 - 1
 
+# The largest bits per key of a compact policy (leveldb_bloom_policy_create_compact).
+COMPACT_MAX_BITS_PER_KEY = 32.0
+
 
 class c_stats(ctypes.Structure):
     """leveldb_bloom_stats."""
@@ -47,6 +50,10 @@ _u8_p = ctypes.POINTER(ctypes.c_uint8)
 # passed without a copy; outputs are declared c_void_p and given ctypes buffers.
 _PROTOTYPES = {
     "leveldb_bloom_policy_create": (_p, [ctypes.c_int]),
+    "leveldb_bloom_policy_create_compact": (_p, [ctypes.c_double]),
+    "leveldb_bloom_policy_create_for_fp_rate": (_p, [ctypes.c_double, ctypes.c_int]),
+    "leveldb_bloom_policy_format": (ctypes.c_int, [_p]),
+    "leveldb_bloom_policy_bits_per_key": (ctypes.c_double, [_p]),
     "leveldb_bloom_policy_destroy": (None, [_p]),
     "leveldb_bloom_policy_name": (ctypes.c_char_p, [_p]),
     "leveldb_bloom_filter_len": (ctypes.c_size_t, [_p, ctypes.c_size_t]),
