@@ -182,13 +182,13 @@ leveldb_bloom_policy *leveldb_bloom_policy_create(int bits_per_key);
  * filters at the same bits per key, with far fewer false positives (README, "Compact
  * filters"); their last byte (32 to 255) makes stock LevelDB, and Bloom policies of this
  * library, answer "may match", so a database written with it stays readable everywhere.
+ * (Below about 3 bits per key no fingerprint fits and the filter is all zero, which every
+ * reader, LevelDB included, also answers "may match".)
  * The policy keeps LevelDB's name, `"leveldb.BuiltinBloomFilter2"`, and answers LevelDB's
  * Bloom filters exactly as LevelDB does, so existing tables keep their filters.
  *
  * `bits_per_key` may be fractional, from 0 to 32. Returns NULL if it is outside that range
- * or not a number, or if memory runs out. Below about 3 bits per key no fingerprint fits and
- * the filters answer "may match" for every key. Ownership as for
- * `leveldb_bloom_policy_create`.
+ * or not a number, or if memory runs out. Ownership as for `leveldb_bloom_policy_create`.
  */
 leveldb_bloom_policy *leveldb_bloom_policy_create_compact(double bits_per_key);
 
@@ -200,8 +200,9 @@ leveldb_bloom_policy *leveldb_bloom_policy_create_compact(double bits_per_key);
  * measured on filters of 50 to 200 keys.
  *
  * Returns NULL if `target_fp_rate` is not in (0, 1) or out of the format's reach (Bloom:
- * below about 5e-15; compact: below about 2^-30), if `format` is unknown, or if memory runs
- * out. Ownership as for `leveldb_bloom_policy_create`.
+ * below about 2.5e-18, which needs 100 bits per key; compact: below about 8e-10, which
+ * needs 32), if `format` is unknown, or if memory runs out. Ownership as for
+ * `leveldb_bloom_policy_create`.
  */
 leveldb_bloom_policy *leveldb_bloom_policy_create_for_fp_rate(double target_fp_rate, int format);
 

@@ -163,16 +163,11 @@ impl CompactPolicy {
         hashes.extend(keys.map(|key| key_hash(key.as_ref())));
         hashes.sort_unstable();
         hashes.dedup();
-        let mut scratch = Vec::new();
-        // Every bucket's fingerprints are a subset of the keys.
-        scratch
-            .try_reserve_exact(hashes.len())
-            .map_err(|_| Error::OutOfMemory)?;
         let Some((marker, payload)) = filter.split_last_mut() else {
             return Ok(());
         };
-        if let Some(layout) = Layout::choose(&hashes, payload.len() as u64 * 8, &mut scratch) {
-            layout.encode(&hashes, payload, &mut scratch);
+        if let Some(layout) = Layout::choose(&hashes, payload.len() as u64 * 8)? {
+            layout.encode(&hashes, payload)?;
             *marker = layout.marker();
         }
         Ok(())
@@ -256,13 +251,22 @@ struct Layout {
 impl Layout {
     /// Format rule: `Z = floor(P * (8 + kappa) / (8 * (L + 2)))` with `P` the payload bits.
     fn new(payload_bits: u64, low_bits: u32, kappa: u32) -> Layout {
-        let buckets = u128::from(payload_bits) * u128::from(KAPPAS + kappa)
-            / (u128::from(KAPPAS) * u128::from(low_bits + 2));
+        let divisor = u64::from(KAPPAS * (low_bits + 2));
+        let product = u128::from(payload_bits) * u128::from(KAPPAS + kappa);
+        // Every query computes Z: below 2^44 a multiplication by the rounded-up reciprocal
+        // gives the exact quotient (its error, under product / 2^64 < 2^-20, cannot reach
+        // the next multiple of 1/divisor >= 1/240); above, a real division.
+        let buckets = if product < 1 << 44 {
+            let reciprocal = u64::MAX / divisor + 1;
+            ((product * u128::from(reciprocal)) >> 64) as u64
+        } else {
+            // Z <= P < 2^64.
+            (product / u128::from(divisor)) as u64
+        };
         Layout {
             low_bits,
             kappa,
-            // Z <= P < 2^64.
-            buckets: buckets as u64,
+            buckets,
         }
     }
 
@@ -288,74 +292,136 @@ impl Layout {
     }
 
     /// The layout with the fewest expected false positives (distinct fingerprints over
-    /// `Z * 2^L`) whose encoding of `hashes` fits in `payload_bits`, or `None` if none fits.
+    /// `Z * 2^L`) whose encoding of `hashes` (sorted, distinct) fits in `payload_bits`, or
+    /// `None` if none fits.
     ///
-    /// Not part of the format (any layout that fits decodes): two widths around the
-    /// optimum, for each the most buckets that fit.
-    fn choose(hashes: &[u64], payload_bits: u64, scratch: &mut Vec<u64>) -> Option<Layout> {
+    /// Not part of the format (any layout that fits decodes): for the two widths around the
+    /// optimum, the most buckets that fit, searched from an estimate.
+    fn choose(hashes: &[u64], payload_bits: u64) -> Result<Option<Layout>, Error> {
         let keys = hashes.len().max(1) as u64;
-        let mut best: Option<(Layout, u64)> = None;
-        // About L + 2.2 bits per key at the optimum; at least 2 when few keys have 64 bits.
+        // About L + 2.2 bits per key at the optimum.
         let widest = (payload_bits / keys)
             .saturating_sub(2)
-            .clamp(1, MAX_LOW_BITS as u64) as u32;
+            .clamp(1, u64::from(MAX_LOW_BITS));
+        let mut best: Option<(Layout, u64)> = None;
         for low_bits in (widest.saturating_sub(1).max(1)..=widest).rev() {
-            for kappa in (0..KAPPAS).rev() {
-                let layout = Layout::new(payload_bits, low_bits, kappa);
-                if layout.buckets == 0 {
+            let low_bits = low_bits as u32;
+            if let Some((b, _)) = best {
+                // Even its most buckets cannot beat the best found: skip the passes.
+                let most = Layout::new(payload_bits, low_bits, KAPPAS - 1);
+                if (u128::from(most.buckets) << low_bits) <= u128::from(b.buckets) << b.low_bits {
                     continue;
                 }
-                let Some(distinct) = layout.fits(hashes, payload_bits, scratch) else {
-                    continue;
-                };
-                let better = best.is_none_or(|(b, b_distinct)| {
-                    // Z * 2^L / distinct, compared without division.
-                    (u128::from(layout.buckets) << layout.low_bits) * u128::from(b_distinct)
-                        > (u128::from(b.buckets) << b.low_bits) * u128::from(distinct)
-                });
-                if better {
-                    best = Some((layout, distinct));
-                }
-                break;
+            }
+            let Some(found) = Layout::most_buckets(hashes, payload_bits, low_bits, keys)? else {
+                continue;
+            };
+            let better = best.is_none_or(|(b, b_distinct)| {
+                // Z * 2^L / distinct, compared without division.
+                (u128::from(found.0.buckets) << low_bits) * u128::from(b_distinct)
+                    > (u128::from(b.buckets) << b.low_bits) * u128::from(found.1)
+            });
+            if better {
+                best = Some(found);
             }
         }
-        best.map(|(layout, _)| layout)
+        Ok(best.map(|(layout, _)| layout))
+    }
+
+    /// For `low_bits`, the layout with the most buckets whose encoding fits, and its distinct
+    /// fingerprint count. Starts from the estimate that a fifth of the keys share a bucket.
+    fn most_buckets(
+        hashes: &[u64],
+        payload_bits: u64,
+        low_bits: u32,
+        keys: u64,
+    ) -> Result<Option<(Layout, u64)>, Error> {
+        let target = (payload_bits + keys / 5).saturating_sub(keys * u64::from(low_bits + 1));
+        let mut kappa = (0..KAPPAS)
+            .rev()
+            .find(|&k| Layout::new(payload_bits, low_bits, k).buckets <= target)
+            .unwrap_or(0);
+        let fits = |kappa| {
+            let layout = Layout::new(payload_bits, low_bits, kappa);
+            Ok::<_, Error>(layout.fits(hashes, payload_bits)?.map(|n| (layout, n)))
+        };
+        if let Some(mut found) = fits(kappa)? {
+            while kappa + 1 < KAPPAS {
+                kappa += 1;
+                match fits(kappa)? {
+                    Some(more) => found = more,
+                    None => break,
+                }
+            }
+            return Ok(Some(found));
+        }
+        for kappa in (0..kappa).rev() {
+            if let Some(found) = fits(kappa)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
     }
 
     /// The number of distinct fingerprints if `hashes` fit in `payload_bits` with this
     /// layout: `n + Z` bits of buckets and `n * L - m` bits of low bits, where `m` is the
     /// number of buckets holding two or more.
-    fn fits(&self, hashes: &[u64], payload_bits: u64, scratch: &mut Vec<u64>) -> Option<u64> {
+    fn fits(&self, hashes: &[u64], payload_bits: u64) -> Result<Option<u64>, Error> {
+        if self.buckets == 0 {
+            return Ok(None);
+        }
         let (mut distinct, mut shared) = (0u64, 0u64);
-        self.for_each_bucket(hashes, scratch, |_, lows| {
+        self.for_each_bucket(hashes, |_, lows| {
             distinct += lows.len() as u64;
             shared += u64::from(lows.len() >= 2);
-        });
+        })?;
         let high = distinct + self.buckets;
         let low = distinct * u64::from(self.low_bits) - shared;
-        (high.checked_add(low)? <= payload_bits).then_some(distinct)
+        let fits = high
+            .checked_add(low)
+            .is_some_and(|bits| bits <= payload_bits);
+        Ok(fits.then_some(distinct))
     }
 
     /// Calls `f(bucket, lows)` for each non-empty bucket in order, with its distinct low bits
-    /// ascending. `hashes` are sorted, so buckets come in order.
-    fn for_each_bucket(&self, hashes: &[u64], lows: &mut Vec<u64>, mut f: impl FnMut(u64, &[u64])) {
-        let mut rest = hashes;
-        while let Some(&first) = rest.first() {
-            let (bucket, _) = self.fingerprint(first);
-            lows.clear();
-            let in_bucket = rest
-                .iter()
-                .take_while(|&&h| self.fingerprint(h).0 == bucket)
-                .count();
-            // `lows` has room for every hash: reserved by the caller.
-            lows.extend(rest[..in_bucket].iter().map(|&h| h & self.low_mask()));
-            rest = &rest[in_bucket..];
-            if lows.len() > 1 {
-                lows.sort_unstable();
-                lows.dedup();
+    /// ascending. `hashes` are sorted and distinct, so buckets come in order. Fails only if
+    /// a bucket of more than 16 (never seen from random keys) finds no memory to sort in.
+    fn for_each_bucket(&self, hashes: &[u64], mut f: impl FnMut(u64, &[u64])) -> Result<(), Error> {
+        let mask = self.low_mask();
+        let mut large = Vec::new();
+        let mut i = 0;
+        while i < hashes.len() {
+            let (bucket, low) = self.fingerprint(hashes[i]);
+            let mut end = i + 1;
+            while end < hashes.len() && self.fingerprint(hashes[end]).0 == bucket {
+                end += 1;
             }
-            f(bucket, lows);
+            match &hashes[i..end] {
+                [_] => f(bucket, &[low]),
+                &[a, b] => {
+                    let pair = [(a & mask).min(b & mask), (a & mask).max(b & mask)];
+                    f(bucket, &pair[..if pair[0] == pair[1] { 1 } else { 2 }])
+                }
+                group if group.len() <= 16 => {
+                    let mut lows = [0u64; 16];
+                    let lows = &mut lows[..group.len()];
+                    lows.iter_mut().zip(group).for_each(|(l, h)| *l = h & mask);
+                    lows.sort_unstable();
+                    f(bucket, dedup(lows))
+                }
+                group => {
+                    large.clear();
+                    large
+                        .try_reserve(group.len())
+                        .map_err(|_| Error::OutOfMemory)?;
+                    large.extend(group.iter().map(|h| h & mask));
+                    large.sort_unstable();
+                    f(bucket, dedup(&mut large))
+                }
+            }
+            i = end;
         }
+        Ok(())
     }
 
     /// Writes the buckets and low bits of `hashes` into the zeroed `payload`, which they fit.
@@ -366,10 +432,10 @@ impl Layout {
     /// payload's end backwards, bucket by bucket: one fingerprint takes an `L`-bit field;
     /// the two smallest of a shared bucket one `2L - 1`-bit pair field, the others `L` bits
     /// each.
-    fn encode(&self, hashes: &[u64], payload: &mut [u8], scratch: &mut Vec<u64>) {
+    fn encode(&self, hashes: &[u64], payload: &mut [u8]) -> Result<(), Error> {
         let payload_bits = payload.len() as u64 * 8;
         let (mut rank, mut used) = (0u64, 0u64);
-        self.for_each_bucket(hashes, scratch, |bucket, lows| {
+        self.for_each_bucket(hashes, |bucket, lows| {
             for i in 0..lows.len() as u64 {
                 set_bit(payload, bucket + rank + i);
             }
@@ -389,7 +455,7 @@ impl Layout {
             for &low in singles {
                 put(self.low_bits, low);
             }
-        });
+        })
     }
 
     /// Format rule: two distinct lows `a < b` are stored as `x | e << L` with `e < 2^(L-1)`:
@@ -419,77 +485,114 @@ fn compact_may_match(hash: u64, filter: &[u8]) -> bool {
         return false;
     }
     let (bucket, low) = layout.fingerprint(hash);
-    let Some((start, shared_before)) = bucket_start(payload, bucket) else {
+    let Some((start, shared_before, count)) = locate(payload, bucket) else {
         return true;
     };
-    let Some(count) = ones_from(payload, start) else {
-        return true;
-    };
-    if count == 0 {
-        return false;
-    }
-    let width = u64::from(layout.low_bits);
+    let (width, mask) = (u64::from(layout.low_bits), layout.low_mask());
     let rank = start - bucket;
-    // Low bits before this bucket's, from the end; then this bucket's fields.
+    // Low bits of the buckets before, from the end; then this bucket's fields, the first of
+    // which is a pair field if it holds two or more.
     let before = rank * width - shared_before;
     let fields = count * width - u64::from(count >= 2);
-    // They must lie past this bucket's run of ones and its zero.
-    let Some(first) = payload_bits
+    let first_width = if count >= 2 { 2 * width - 1 } else { width };
+    // The fields must lie past this bucket's run of ones and its zero.
+    let in_place = payload_bits
         .checked_sub(before + fields)
-        .filter(|&first| first > start + count)
-    else {
-        return true;
-    };
-    let mut end = first + fields;
-    let mut take = |w: u32| {
-        end -= u64::from(w);
-        read_bits(payload, end, w)
-    };
-    let mut singles = count;
-    if count >= 2 {
-        let pair = take(2 * layout.low_bits - 1);
-        let x = pair & layout.low_mask();
-        let other = (x + (pair >> layout.low_bits) + 1) & layout.low_mask();
-        if low == x || low == other {
-            return true;
-        }
-        singles -= 2;
+        .is_some_and(|first| first > start + count);
+    // Answered without branching on the data for 0, 1 or 2 fingerprints (almost every
+    // query): the first field read as a pair field is also the single field in its low L bits.
+    let field = read_bits(
+        payload,
+        (payload_bits - before).wrapping_sub(first_width),
+        55,
+    );
+    let x = field & mask;
+    let other = (x + ((field >> width) & (mask >> 1)) + 1) & mask;
+    let hit = (x == low) | ((count >= 2) & (other == low));
+    if count >= 3 && in_place && !hit {
+        let mut end = payload_bits - before - first_width;
+        return (2..count).any(|_| {
+            end -= width;
+            read_bits(payload, end, layout.low_bits) == low
+        });
     }
-    (0..singles).any(|_| take(layout.low_bits) == low)
+    (count != 0) & (!in_place | hit)
 }
 
-/// Where bucket `bucket`'s run of ones starts (just past the `bucket`-th zero, counting
-/// from 1; 0 for bucket 0), and how many buckets before it hold two or more fingerprints
-/// (runs of two or more ones). `None` if the payload has too few zeros.
-fn bucket_start(payload: &[u8], bucket: u64) -> Option<(u64, u64)> {
-    if bucket == 0 {
-        return Some((0, 0));
+/// Bucket `bucket`'s run of ones: where it starts (just past the `bucket`-th zero,
+/// counting from 1; 0 for bucket 0), how many buckets before it hold two or more
+/// fingerprints (runs of two or more ones), and its length. `None` if the payload has too
+/// few zeros or the run reaches the payload's end.
+///
+/// The scan counts bits in every word before the bucket's: with the processor's popcount
+/// instruction (x86-64 processors since 2008 have it, but the x86-64 baseline that Rust
+/// targets does not) it runs up to twice as fast, so it is chosen at run time.
+fn locate(payload: &[u8], bucket: u64) -> Option<(u64, u64, u64)> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        // SAFETY: the processor has the one feature `locate_popcnt` is compiled for.
+        return unsafe { locate_popcnt(payload, bucket) };
     }
-    let mut zeros_left = bucket - 1;
-    let (mut shared, mut previous_bit) = (0u64, 0u64);
-    for (index, chunk) in payload.chunks(8).enumerate() {
-        let word = read_word(chunk);
-        let valid = if chunk.len() == 8 {
-            u64::MAX
-        } else {
-            (1u64 << (8 * chunk.len())) - 1
-        };
-        let next_bit = payload.get(8 * index + 8).map_or(0, |&b| u64::from(b & 1));
-        // Bit i starts a run of 2+ ones: bits i and i+1 set, bit i-1 clear.
-        let starts = word & (word >> 1 | next_bit << 63) & !(word << 1 | previous_bit);
-        let zeros = !word & valid;
-        let count = u64::from(zeros.count_ones());
-        if zeros_left < count {
-            let zero = select(zeros, zeros_left as u32);
-            let below = (1u64 << zero) - 1;
-            shared += u64::from((starts & below).count_ones());
-            return Some((64 * index as u64 + u64::from(zero) + 1, shared));
+    scan(payload, bucket)
+}
+
+/// [`scan`] compiled to use the popcount instruction.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn locate_popcnt(payload: &[u8], bucket: u64) -> Option<(u64, u64, u64)> {
+    scan(payload, bucket)
+}
+
+/// [`locate`], in portable code that inlines into its callers.
+#[inline(always)]
+fn scan(payload: &[u8], bucket: u64) -> Option<(u64, u64, u64)> {
+    let payload_bits = payload.len() as u64 * 8;
+    let words = payload.len().div_ceil(8);
+    let mut word = word_at(payload, 0);
+    // The run's word and the bit just past the bucket's zero in it.
+    let (mut index, mut after, mut shared) = (0usize, 0u32, 0u64);
+    if bucket > 0 {
+        let mut zeros_left = bucket - 1;
+        let mut previous_bit = 0u64;
+        loop {
+            let next = if index + 1 < words {
+                word_at(payload, 8 * index + 8)
+            } else {
+                0
+            };
+            // Past the end the zero padding must not count as zeros.
+            let valid = match payload.len() - 8 * index {
+                tail @ 1..8 => (1u64 << (8 * tail)) - 1,
+                _ => u64::MAX,
+            };
+            // Bit i starts a run of 2+ ones: bits i and i+1 set, bit i-1 clear.
+            let starts = word & (word >> 1 | next << 63) & !(word << 1 | previous_bit);
+            let zeros = !word & valid;
+            let count = u64::from(zeros.count_ones());
+            if zeros_left < count {
+                let zero = select(zeros, zeros_left as u32);
+                shared += u64::from((starts & ((1u64 << zero) - 1)).count_ones());
+                after = zero + 1;
+                break;
+            }
+            zeros_left -= count;
+            shared += u64::from(starts.count_ones());
+            previous_bit = word >> 63;
+            index += 1;
+            if index == words {
+                return None;
+            }
+            word = next;
         }
-        zeros_left -= count;
-        shared += u64::from(starts.count_ones());
-        previous_bit = word >> 63;
     }
-    None
+    let start = 64 * index as u64 + u64::from(after);
+    // Usually the run ends in the same word; `after` may be 64 (the next word's start).
+    let rest = if after < 64 { word >> after } else { 0 };
+    let ones = u64::from((!rest).trailing_zeros());
+    if ones + u64::from(after) < 64 && start + ones < payload_bits {
+        return Some((start, shared, ones));
+    }
+    ones_from(payload, start).map(|ones| (start, shared, ones))
 }
 
 /// The number of consecutive ones from bit `start`, or `None` if they reach the end.
@@ -506,24 +609,55 @@ fn ones_from(payload: &[u8], start: u64) -> Option<u64> {
     None
 }
 
-/// The position of the `k`-th (from 0) set bit of `word`, which has more than `k`.
-fn select(word: u64, k: u32) -> u32 {
-    let (mut word, mut k, mut base) = (word, k, 0);
-    loop {
-        let in_byte = (word & 0xff).count_ones();
-        if k < in_byte {
-            break;
+/// The distinct values of the sorted `values`, moved to its front.
+fn dedup(values: &mut [u64]) -> &[u64] {
+    let mut distinct = 0;
+    for i in 0..values.len() {
+        if distinct == 0 || values[i] != values[distinct - 1] {
+            values[distinct] = values[i];
+            distinct += 1;
         }
-        k -= in_byte;
-        word >>= 8;
-        base += 8;
     }
-    let mut byte = word & 0xff;
-    for _ in 0..k {
-        byte &= byte - 1;
-    }
-    base + byte.trailing_zeros()
+    &values[..distinct]
 }
+
+/// The position of the `k`-th (from 0) set bit of `word`, which has more than `k`.
+/// Branch-free (Vigna, "Broadword implementation of rank/select queries"): byte counts,
+/// their prefix sums by one multiplication, the byte by comparing all eight sums at once,
+/// then the bit inside the byte from a table.
+fn select(word: u64, k: u32) -> u32 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut bytes = word - ((word >> 1) & 0x5555_5555_5555_5555);
+    bytes = (bytes & 0x3333_3333_3333_3333) + ((bytes >> 2) & 0x3333_3333_3333_3333);
+    bytes = (bytes + (bytes >> 4)) & 0x0f0f_0f0f_0f0f_0f0f;
+    // Byte i of `sums`: set bits in bytes 0..=i (at most 64, so no carries).
+    let sums = bytes.wrapping_mul(ONES);
+    // High bit of byte i set where sums[i] <= k: those bytes come before the one wanted.
+    let before = (((u64::from(k) * ONES) | HIGHS) - sums) & HIGHS;
+    let byte = ((before >> 7).wrapping_mul(ONES) >> 56) as u32 * 8;
+    let below = (sums << 8 >> byte) & 0xff;
+    let in_byte = ((word >> byte) & 0xff) as usize;
+    byte + u32::from(SELECT_IN_BYTE[in_byte][(u64::from(k) - below) as usize & 7])
+}
+
+/// `SELECT_IN_BYTE[b][k]`: the position of the `k`-th set bit of byte `b` (0 past the last).
+const SELECT_IN_BYTE: [[u8; 8]; 256] = {
+    let mut table = [[0u8; 8]; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let (mut bit, mut k) = (0, 0);
+        while bit < 8 {
+            if byte >> bit & 1 == 1 {
+                table[byte][k] = bit as u8;
+                k += 1;
+            }
+            bit += 1;
+        }
+        byte += 1;
+    }
+    table
+};
 
 /// Up to 8 bytes as a little-endian word, zero-padded.
 fn read_word(bytes: &[u8]) -> u64 {
@@ -535,9 +669,23 @@ fn read_word(bytes: &[u8]) -> u64 {
 
 /// `width` (at most 56) bits from bit `at`, zero past the end.
 fn read_bits(payload: &[u8], at: u64, width: u32) -> u64 {
-    let byte = (at / 8) as usize;
-    let word = payload.get(byte..).map_or(0, read_word);
-    (word >> (at % 8)) & ((1u64 << width) - 1)
+    (word_at(payload, (at / 8) as usize) >> (at % 8)) & ((1u64 << width) - 1)
+}
+
+/// The 8 bytes from `byte` as a little-endian word, zero-padded past the end. Near the end
+/// it shifts the payload's last 8 bytes rather than copying a variable length (a `memcpy`
+/// call, slower than the whole rest of a query on small filters).
+fn word_at(payload: &[u8], byte: usize) -> u64 {
+    if let Some(bytes) = payload.get(byte..byte + 8) {
+        return u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+    }
+    match payload.len().checked_sub(8) {
+        Some(last) if byte < payload.len() => {
+            let word = u64::from_le_bytes(payload[last..].try_into().expect("8 bytes"));
+            word >> (8 * (byte - last))
+        }
+        _ => payload.get(byte..).map_or(0, read_word),
+    }
 }
 
 fn set_bit(payload: &mut [u8], at: u64) {
@@ -563,7 +711,7 @@ mod tests {
     use crate::BloomPolicy;
 
     /// Deterministic pseudo-random keys (splitmix64), `len` bytes each.
-    fn keys(seed: u64, count: usize, len: usize) -> Vec<Vec<u8>> {
+    pub(super) fn keys(seed: u64, count: usize, len: usize) -> Vec<Vec<u8>> {
         let mut state = seed;
         let mut next = move || {
             state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -621,6 +769,98 @@ mod tests {
     }
 
     #[test]
+    fn bucket_count_by_reciprocal_equals_division() {
+        let mut payload_bits = 1u64;
+        while payload_bits < 1 << 41 {
+            for p in [
+                payload_bits - 1,
+                payload_bits,
+                payload_bits + 7,
+                payload_bits * 3 + 5,
+            ] {
+                for low_bits in 1..=MAX_LOW_BITS {
+                    for kappa in 0..KAPPAS {
+                        let exact = u128::from(p) * u128::from(KAPPAS + kappa)
+                            / u128::from(KAPPAS * (low_bits + 2));
+                        let layout = Layout::new(p, low_bits, kappa);
+                        assert_eq!(u128::from(layout.buckets), exact, "P {p} L {low_bits}");
+                    }
+                }
+            }
+            payload_bits = payload_bits * 5 / 4 + 1;
+        }
+    }
+
+    #[test]
+    fn select_finds_every_set_bit() {
+        let mut word = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..2000 {
+            word = word.rotate_left(7).wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ round;
+            let word = if round % 3 == 0 {
+                word & (word >> 17)
+            } else {
+                word
+            };
+            let positions: Vec<u32> = (0..64).filter(|&i| word >> i & 1 == 1).collect();
+            for (k, &position) in positions.iter().enumerate() {
+                assert_eq!(select(word, k as u32), position, "{word:#x} k {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn markers_round_trip_and_stay_in_range() {
+        for low_bits in 1..=MAX_LOW_BITS {
+            for kappa in 0..KAPPAS {
+                let layout = Layout::new(1000, low_bits, kappa);
+                let marker = layout.marker();
+                assert!(marker >= MARKER_MIN);
+                assert_eq!(Layout::from_marker(marker, 1000), layout);
+            }
+        }
+        assert_eq!(Layout::new(1000, MAX_LOW_BITS, KAPPAS - 1).marker(), 255);
+    }
+
+    #[test]
+    fn non_compact_filters_are_answered_as_leveldb_answers() {
+        let probes = keys(3, 300, 12);
+        for len in 0..40usize {
+            for last in (0..32u8).chain([32, 100, 255]) {
+                let mut filter: Vec<u8> = keys(len as u64, 1, len).remove(0);
+                if let Some(byte) = filter.last_mut() {
+                    *byte = last;
+                }
+                for key in &probes {
+                    let ours = key_may_match(key, &filter);
+                    if is_compact(&filter) {
+                        continue; // decoded as compact: only "no panic" is asked here
+                    }
+                    assert_eq!(
+                        ours,
+                        crate::key_may_match(key, &filter),
+                        "len {len} last {last}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_bytes_never_panic() {
+        let probes = keys(4, 64, 9);
+        for (i, filter) in keys(5, 4000, 0).iter().enumerate() {
+            let mut filter = filter.clone();
+            filter.extend(keys(i as u64, 1, i % 300).remove(0));
+            if let Some(last) = filter.last_mut() {
+                *last |= 0x20;
+            }
+            for key in &probes {
+                let _ = key_may_match(key, &filter);
+            }
+        }
+    }
+
+    #[test]
     fn no_false_negatives_at_any_size() {
         for bpk in [0.0, 1.0, 2.5, 3.0, 4.0, 6.0, 7.3, 10.0, 16.0, 24.0, 32.0] {
             let policy = CompactPolicy::new(bpk).unwrap();
@@ -634,5 +874,190 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod speed {
+    use super::tests::keys;
+    use crate::BloomPolicy;
+
+    #[test]
+    #[ignore = "a rough timing: cargo test --release -- --ignored --nocapture rough_speed"]
+    fn rough_speed() {
+        for n in [10usize, 50, 100, 200, 1000] {
+            let filters = 200_000 / n;
+            let compact = super::CompactPolicy::new(10.0).unwrap();
+            let bloom = BloomPolicy::new(10).unwrap();
+            let sets: Vec<_> = (0..filters).map(|f| keys(f as u64, n, 16)).collect();
+            let t = std::time::Instant::now();
+            let cf: Vec<Vec<u8>> = sets
+                .iter()
+                .map(|s| {
+                    let mut v = Vec::new();
+                    compact.create_filter(s, &mut v).unwrap();
+                    v
+                })
+                .collect();
+            let c_build = t.elapsed().as_nanos() as f64 / (filters * n) as f64;
+            let t = std::time::Instant::now();
+            let bf: Vec<Vec<u8>> = sets
+                .iter()
+                .map(|s| {
+                    let mut v = Vec::new();
+                    bloom.create_filter(s, &mut v).unwrap();
+                    v
+                })
+                .collect();
+            let b_build = t.elapsed().as_nanos() as f64 / (filters * n) as f64;
+            let absent = keys(99, 200_000, 16);
+            let t = std::time::Instant::now();
+            let mut hits = 0;
+            for (i, k) in absent.iter().enumerate() {
+                hits += compact.key_may_match(k, &cf[(i * 7919) % filters]) as u32;
+            }
+            let c_q = t.elapsed().as_nanos() as f64 / 200_000.0;
+            let t = std::time::Instant::now();
+            for (i, k) in absent.iter().enumerate() {
+                hits += bloom.key_may_match(k, &bf[(i * 7919) % filters]) as u32;
+            }
+            let b_q = t.elapsed().as_nanos() as f64 / 200_000.0;
+            let t = std::time::Instant::now();
+            for (i, s) in sets.iter().enumerate() {
+                for k in s {
+                    hits += compact.key_may_match(k, &cf[i]) as u32;
+                }
+            }
+            let c_p = t.elapsed().as_nanos() as f64 / (filters * n) as f64;
+            let t = std::time::Instant::now();
+            for (i, s) in sets.iter().enumerate() {
+                for k in s {
+                    hits += bloom.key_may_match(k, &bf[i]) as u32;
+                }
+            }
+            let b_p = t.elapsed().as_nanos() as f64 / (filters * n) as f64;
+            println!(
+                "n {n:4}: build c {c_build:.1} b {b_build:.1} | absent c {c_q:.1} b {b_q:.1} | present c {c_p:.1} b {b_p:.1} ({hits})"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod hash_speed {
+    #[test]
+    #[ignore = "timing"]
+    fn rough_hash_speed() {
+        let keys = super::tests::keys(5, 200_000, 16);
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        for k in &keys {
+            x ^= super::key_hash(k);
+        }
+        println!("xxh64 {:.2} ns", t.elapsed().as_nanos() as f64 / 2e5);
+        let t = std::time::Instant::now();
+        for k in &keys {
+            x ^= u64::from(crate::hash::hash(k, 1));
+        }
+        println!(
+            "leveldb hash {:.2} ns {x}",
+            t.elapsed().as_nanos() as f64 / 2e5
+        );
+        let c = super::CompactPolicy::new(10.0).unwrap();
+        let mut f = Vec::new();
+        c.create_filter(&keys[..100], &mut f).unwrap();
+        let hashes: Vec<u64> = keys[..10_000].iter().map(|k| super::key_hash(k)).collect();
+        for n in [10usize, 100, 200, 1000] {
+            let mut f = Vec::new();
+            c.create_filter(&keys[..n], &mut f).unwrap();
+            let t = std::time::Instant::now();
+            let mut hits = 0;
+            for _ in 0..50 {
+                for &h in &hashes {
+                    hits += super::compact_may_match(h, &f) as u32;
+                }
+            }
+            let ct = t.elapsed().as_nanos() as f64 / 5e5;
+            let b = crate::BloomPolicy::new(10).unwrap();
+            let mut bf = Vec::new();
+            b.create_filter(&keys[..n], &mut bf).unwrap();
+            let t = std::time::Instant::now();
+            for _ in 0..50 {
+                for k in &keys[..10_000] {
+                    hits += b.key_may_match(k, &bf) as u32;
+                }
+            }
+            let bt = t.elapsed().as_nanos() as f64 / 5e5;
+            let t = std::time::Instant::now();
+            for _ in 0..50 {
+                for k in &keys[..10_000] {
+                    hits += c.key_may_match(k, &f) as u32;
+                }
+            }
+            let ct2 = t.elapsed().as_nanos() as f64 / 5e5;
+            println!(
+                "n={n}: compact hashed {ct:.2} ns, compact with hash {ct2:.2}, bloom {bt:.2} ({hits})"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod focus {
+    #[test]
+    #[ignore = "profiling loop"]
+    fn focus_loop() {
+        let n: usize = std::env::var("FOCUS_N").map_or(10, |v| v.parse().unwrap());
+        let keys = super::tests::keys(5, 10_000, 16);
+        let c = super::CompactPolicy::new(10.0).unwrap();
+        let hashes: Vec<u64> = keys.iter().map(|k| super::key_hash(k)).collect();
+        let mut f = Vec::new();
+        c.create_filter(&keys[..n], &mut f).unwrap();
+        let mut hits = 0;
+        let t = std::time::Instant::now();
+        for _ in 0..2000 {
+            for &h in &hashes {
+                hits += super::compact_may_match(h, &f) as u32;
+            }
+        }
+        println!("n={n} {:.2} ns {hits}", t.elapsed().as_nanos() as f64 / 2e7);
+        let (&marker, payload) = f.split_last().unwrap();
+        let pb = payload.len() as u64 * 8;
+        let t = std::time::Instant::now();
+        let mut acc = 0u64;
+        for _ in 0..2000 {
+            for &h in &hashes {
+                let l = super::Layout::from_marker(marker, pb);
+                acc = acc.wrapping_add(l.fingerprint(h).0);
+            }
+        }
+        println!(
+            "  layout+fingerprint {:.2} ns {acc}",
+            t.elapsed().as_nanos() as f64 / 2e7
+        );
+        let t = std::time::Instant::now();
+        for _ in 0..2000 {
+            for &h in &hashes {
+                let l = super::Layout::from_marker(marker, pb);
+                let (b, _) = l.fingerprint(h);
+                acc = acc.wrapping_add(super::locate(payload, b).unwrap().0);
+            }
+        }
+        println!(
+            "  + bucket_start {:.2} ns {acc}",
+            t.elapsed().as_nanos() as f64 / 2e7
+        );
+        let t = std::time::Instant::now();
+        for _ in 0..2000 {
+            for &h in &hashes {
+                let l = super::Layout::from_marker(marker, pb);
+                let (b, _) = l.fingerprint(h);
+                acc = acc.wrapping_add(super::locate(payload, b).unwrap().2);
+            }
+        }
+        println!(
+            "  + ones_from {:.2} ns {acc}",
+            t.elapsed().as_nanos() as f64 / 2e7
+        );
     }
 }
