@@ -474,7 +474,30 @@ impl Layout {
 
 /// Whether the fingerprint of `hash` is in the compact `filter` (2+ bytes, marker >= 32).
 /// A filter whose structure is broken answers "may match".
+///
+/// The query counts bits in every word of the bucket part before its bucket: with the
+/// processor's popcount instruction (x86-64 processors since 2008 have it, but the x86-64
+/// baseline that Rust targets does not) that runs up to twice as fast, so the version is
+/// chosen at run time.
 fn compact_may_match(hash: u64, filter: &[u8]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        // SAFETY: the processor has the one feature `may_match_popcnt` is compiled for.
+        return unsafe { may_match_popcnt(hash, filter) };
+    }
+    may_match(hash, filter)
+}
+
+/// [`may_match`] compiled to use the popcount instruction.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn may_match_popcnt(hash: u64, filter: &[u8]) -> bool {
+    may_match(hash, filter)
+}
+
+/// [`compact_may_match`] in portable code, inlined into both versions.
+#[inline(always)]
+fn may_match(hash: u64, filter: &[u8]) -> bool {
     let Some((&marker, payload)) = filter.split_last() else {
         return true;
     };
@@ -501,10 +524,10 @@ fn compact_may_match(hash: u64, filter: &[u8]) -> bool {
         .is_some_and(|first| first > start + count);
     // Answered without branching on the data for 0, 1 or 2 fingerprints (almost every
     // query): the first field read as a pair field is also the single field in its low L bits.
-    let field = read_bits(
+    let field = read_field(
         payload,
-        (payload_bits - before).wrapping_sub(first_width),
-        55,
+        payload_bits.saturating_sub(before + first_width),
+        2 * layout.low_bits - 1,
     );
     let x = field & mask;
     let other = (x + ((field >> width) & (mask >> 1)) + 1) & mask;
@@ -524,28 +547,10 @@ fn compact_may_match(hash: u64, filter: &[u8]) -> bool {
 /// fingerprints (runs of two or more ones), and its length. `None` if the payload has too
 /// few zeros or the run reaches the payload's end.
 ///
-/// The scan counts bits in every word before the bucket's: with the processor's popcount
-/// instruction (x86-64 processors since 2008 have it, but the x86-64 baseline that Rust
-/// targets does not) it runs up to twice as fast, so it is chosen at run time.
-fn locate(payload: &[u8], bucket: u64) -> Option<(u64, u64, u64)> {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("popcnt") {
-        // SAFETY: the processor has the one feature `locate_popcnt` is compiled for.
-        return unsafe { locate_popcnt(payload, bucket) };
-    }
-    scan(payload, bucket)
-}
-
-/// [`scan`] compiled to use the popcount instruction.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "popcnt")]
-fn locate_popcnt(payload: &[u8], bucket: u64) -> Option<(u64, u64, u64)> {
-    scan(payload, bucket)
-}
-
-/// [`locate`], in portable code that inlines into its callers.
+/// The scan stops at the bucket's word. (Counting every word the bucket part can span, to
+/// give the loop a fixed length, measured slower up to 200 keys and twice as slow at 1000.)
 #[inline(always)]
-fn scan(payload: &[u8], bucket: u64) -> Option<(u64, u64, u64)> {
+fn locate(payload: &[u8], bucket: u64) -> Option<(u64, u64, u64)> {
     let payload_bits = payload.len() as u64 * 8;
     let words = payload.len().div_ceil(8);
     let mut word = word_at(payload, 0);
@@ -555,11 +560,7 @@ fn scan(payload: &[u8], bucket: u64) -> Option<(u64, u64, u64)> {
         let mut zeros_left = bucket - 1;
         let mut previous_bit = 0u64;
         loop {
-            let next = if index + 1 < words {
-                word_at(payload, 8 * index + 8)
-            } else {
-                0
-            };
+            let next = word_at(payload, 8 * index + 8);
             // Past the end the zero padding must not count as zeros.
             let valid = match payload.len() - 8 * index {
                 tail @ 1..8 => (1u64 << (8 * tail)) - 1,
@@ -672,14 +673,31 @@ fn read_bits(payload: &[u8], at: u64, width: u32) -> u64 {
     (word_at(payload, (at / 8) as usize) >> (at % 8)) & ((1u64 << width) - 1)
 }
 
+/// [`read_bits`] for a field that lies within the payload, without a branch on where: the
+/// 8-byte window is clamped to the payload's last 8 bytes, which still hold such a field.
+/// A position outside (a field the caller will not use, or a malformed filter) reads
+/// something in the payload. Payloads under 8 bytes take [`read_bits`].
+#[inline(always)]
+fn read_field(payload: &[u8], at: u64, width: u32) -> u64 {
+    let Some(last) = payload.len().checked_sub(8) else {
+        return read_bits(payload, at, width);
+    };
+    let at = at.min(payload.len() as u64 * 8 - 1);
+    let byte = ((at / 8) as usize).min(last);
+    let word = u64::from_le_bytes(payload[byte..byte + 8].try_into().expect("8 bytes"));
+    (word >> (at - 8 * byte as u64)) & ((1u64 << width) - 1)
+}
+
 /// The 8 bytes from `byte` as a little-endian word, zero-padded past the end. Near the end
 /// it shifts the payload's last 8 bytes rather than copying a variable length (a `memcpy`
 /// call, slower than the whole rest of a query on small filters).
+#[inline(always)]
 fn word_at(payload: &[u8], byte: usize) -> u64 {
     if let Some(bytes) = payload.get(byte..byte + 8) {
         return u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
     }
     match payload.len().checked_sub(8) {
+        // The last 8 bytes shifted down.
         Some(last) if byte < payload.len() => {
             let word = u64::from_le_bytes(payload[last..].try_into().expect("8 bytes"));
             word >> (8 * (byte - last))
@@ -728,11 +746,11 @@ mod tests {
     fn false_positive_rates(bits_per_key: u32, keys_per_filter: usize) -> (f64, f64) {
         let compact = CompactPolicy::new(f64::from(bits_per_key)).unwrap();
         let bloom = BloomPolicy::new(bits_per_key as i32).unwrap();
-        let filters = 400_000 / keys_per_filter;
+        let filters = 60_000 / keys_per_filter;
         let (mut compact_hits, mut bloom_hits, mut probes) = (0u64, 0u64, 0u64);
         for f in 0..filters {
             let present = keys(f as u64, keys_per_filter, 16);
-            let absent = keys(f as u64 + (1 << 40), keys_per_filter.max(50), 16);
+            let absent = keys(f as u64 + (1 << 40), 2 * keys_per_filter.max(20), 16);
             let (mut c, mut b) = (Vec::new(), Vec::new());
             compact.create_filter(&present, &mut c).unwrap();
             bloom.create_filter(&present, &mut b).unwrap();
@@ -752,17 +770,19 @@ mod tests {
         )
     }
 
+    /// The false-positive targets, against this library's Bloom filter (proven
+    /// bit-identical to LevelDB's by the C++ harness; `docs/compact-bench.txt` measures
+    /// against LevelDB itself): at most 0.4 times Bloom's rate at 10 bits per key, lower at
+    /// 6, 8, 12 and 16. Deterministic keys, so the counts cannot flake.
     #[test]
-    #[ignore = "a measurement: cargo test --release -- --ignored --nocapture fp_table"]
-    fn fp_table() {
-        for bpk in [6, 8, 10, 12, 16] {
-            for n in [10, 20, 30, 50, 100, 200, 1000] {
-                let (c, b) = false_positive_rates(bpk, n);
-                println!(
-                    "bpk {bpk:2} n {n:4}: compact {:.3}% bloom {:.3}% ratio {:.2}",
-                    100.0 * c,
-                    100.0 * b,
-                    c / b
+    fn false_positives_beat_bloom_at_equal_memory() {
+        for bits_per_key in [6, 8, 10, 12, 16] {
+            for keys_per_filter in [10, 50, 200] {
+                let (compact, bloom) = false_positive_rates(bits_per_key, keys_per_filter);
+                let limit = if bits_per_key == 10 { 0.4 } else { 1.0 };
+                assert!(
+                    compact < limit * bloom,
+                    "{bits_per_key} bits/key, {keys_per_filter} keys: compact {compact} bloom {bloom}"
                 );
             }
         }
@@ -874,190 +894,5 @@ mod tests {
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod speed {
-    use super::tests::keys;
-    use crate::BloomPolicy;
-
-    #[test]
-    #[ignore = "a rough timing: cargo test --release -- --ignored --nocapture rough_speed"]
-    fn rough_speed() {
-        for n in [10usize, 50, 100, 200, 1000] {
-            let filters = 200_000 / n;
-            let compact = super::CompactPolicy::new(10.0).unwrap();
-            let bloom = BloomPolicy::new(10).unwrap();
-            let sets: Vec<_> = (0..filters).map(|f| keys(f as u64, n, 16)).collect();
-            let t = std::time::Instant::now();
-            let cf: Vec<Vec<u8>> = sets
-                .iter()
-                .map(|s| {
-                    let mut v = Vec::new();
-                    compact.create_filter(s, &mut v).unwrap();
-                    v
-                })
-                .collect();
-            let c_build = t.elapsed().as_nanos() as f64 / (filters * n) as f64;
-            let t = std::time::Instant::now();
-            let bf: Vec<Vec<u8>> = sets
-                .iter()
-                .map(|s| {
-                    let mut v = Vec::new();
-                    bloom.create_filter(s, &mut v).unwrap();
-                    v
-                })
-                .collect();
-            let b_build = t.elapsed().as_nanos() as f64 / (filters * n) as f64;
-            let absent = keys(99, 200_000, 16);
-            let t = std::time::Instant::now();
-            let mut hits = 0;
-            for (i, k) in absent.iter().enumerate() {
-                hits += compact.key_may_match(k, &cf[(i * 7919) % filters]) as u32;
-            }
-            let c_q = t.elapsed().as_nanos() as f64 / 200_000.0;
-            let t = std::time::Instant::now();
-            for (i, k) in absent.iter().enumerate() {
-                hits += bloom.key_may_match(k, &bf[(i * 7919) % filters]) as u32;
-            }
-            let b_q = t.elapsed().as_nanos() as f64 / 200_000.0;
-            let t = std::time::Instant::now();
-            for (i, s) in sets.iter().enumerate() {
-                for k in s {
-                    hits += compact.key_may_match(k, &cf[i]) as u32;
-                }
-            }
-            let c_p = t.elapsed().as_nanos() as f64 / (filters * n) as f64;
-            let t = std::time::Instant::now();
-            for (i, s) in sets.iter().enumerate() {
-                for k in s {
-                    hits += bloom.key_may_match(k, &bf[i]) as u32;
-                }
-            }
-            let b_p = t.elapsed().as_nanos() as f64 / (filters * n) as f64;
-            println!(
-                "n {n:4}: build c {c_build:.1} b {b_build:.1} | absent c {c_q:.1} b {b_q:.1} | present c {c_p:.1} b {b_p:.1} ({hits})"
-            );
-        }
-    }
-}
-
-#[cfg(test)]
-mod hash_speed {
-    #[test]
-    #[ignore = "timing"]
-    fn rough_hash_speed() {
-        let keys = super::tests::keys(5, 200_000, 16);
-        let t = std::time::Instant::now();
-        let mut x = 0u64;
-        for k in &keys {
-            x ^= super::key_hash(k);
-        }
-        println!("xxh64 {:.2} ns", t.elapsed().as_nanos() as f64 / 2e5);
-        let t = std::time::Instant::now();
-        for k in &keys {
-            x ^= u64::from(crate::hash::hash(k, 1));
-        }
-        println!(
-            "leveldb hash {:.2} ns {x}",
-            t.elapsed().as_nanos() as f64 / 2e5
-        );
-        let c = super::CompactPolicy::new(10.0).unwrap();
-        let mut f = Vec::new();
-        c.create_filter(&keys[..100], &mut f).unwrap();
-        let hashes: Vec<u64> = keys[..10_000].iter().map(|k| super::key_hash(k)).collect();
-        for n in [10usize, 100, 200, 1000] {
-            let mut f = Vec::new();
-            c.create_filter(&keys[..n], &mut f).unwrap();
-            let t = std::time::Instant::now();
-            let mut hits = 0;
-            for _ in 0..50 {
-                for &h in &hashes {
-                    hits += super::compact_may_match(h, &f) as u32;
-                }
-            }
-            let ct = t.elapsed().as_nanos() as f64 / 5e5;
-            let b = crate::BloomPolicy::new(10).unwrap();
-            let mut bf = Vec::new();
-            b.create_filter(&keys[..n], &mut bf).unwrap();
-            let t = std::time::Instant::now();
-            for _ in 0..50 {
-                for k in &keys[..10_000] {
-                    hits += b.key_may_match(k, &bf) as u32;
-                }
-            }
-            let bt = t.elapsed().as_nanos() as f64 / 5e5;
-            let t = std::time::Instant::now();
-            for _ in 0..50 {
-                for k in &keys[..10_000] {
-                    hits += c.key_may_match(k, &f) as u32;
-                }
-            }
-            let ct2 = t.elapsed().as_nanos() as f64 / 5e5;
-            println!(
-                "n={n}: compact hashed {ct:.2} ns, compact with hash {ct2:.2}, bloom {bt:.2} ({hits})"
-            );
-        }
-    }
-}
-
-#[cfg(test)]
-mod focus {
-    #[test]
-    #[ignore = "profiling loop"]
-    fn focus_loop() {
-        let n: usize = std::env::var("FOCUS_N").map_or(10, |v| v.parse().unwrap());
-        let keys = super::tests::keys(5, 10_000, 16);
-        let c = super::CompactPolicy::new(10.0).unwrap();
-        let hashes: Vec<u64> = keys.iter().map(|k| super::key_hash(k)).collect();
-        let mut f = Vec::new();
-        c.create_filter(&keys[..n], &mut f).unwrap();
-        let mut hits = 0;
-        let t = std::time::Instant::now();
-        for _ in 0..2000 {
-            for &h in &hashes {
-                hits += super::compact_may_match(h, &f) as u32;
-            }
-        }
-        println!("n={n} {:.2} ns {hits}", t.elapsed().as_nanos() as f64 / 2e7);
-        let (&marker, payload) = f.split_last().unwrap();
-        let pb = payload.len() as u64 * 8;
-        let t = std::time::Instant::now();
-        let mut acc = 0u64;
-        for _ in 0..2000 {
-            for &h in &hashes {
-                let l = super::Layout::from_marker(marker, pb);
-                acc = acc.wrapping_add(l.fingerprint(h).0);
-            }
-        }
-        println!(
-            "  layout+fingerprint {:.2} ns {acc}",
-            t.elapsed().as_nanos() as f64 / 2e7
-        );
-        let t = std::time::Instant::now();
-        for _ in 0..2000 {
-            for &h in &hashes {
-                let l = super::Layout::from_marker(marker, pb);
-                let (b, _) = l.fingerprint(h);
-                acc = acc.wrapping_add(super::locate(payload, b).unwrap().0);
-            }
-        }
-        println!(
-            "  + bucket_start {:.2} ns {acc}",
-            t.elapsed().as_nanos() as f64 / 2e7
-        );
-        let t = std::time::Instant::now();
-        for _ in 0..2000 {
-            for &h in &hashes {
-                let l = super::Layout::from_marker(marker, pb);
-                let (b, _) = l.fingerprint(h);
-                acc = acc.wrapping_add(super::locate(payload, b).unwrap().2);
-            }
-        }
-        println!(
-            "  + ones_from {:.2} ns {acc}",
-            t.elapsed().as_nanos() as f64 / 2e7
-        );
     }
 }
