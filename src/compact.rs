@@ -166,7 +166,7 @@ impl CompactPolicy {
         let Some((marker, payload)) = filter.split_last_mut() else {
             return Ok(());
         };
-        if let Some(layout) = Layout::choose(&hashes, payload.len() as u64 * 8)? {
+        if let Some(layout) = Layout::choose(&hashes, payload.len() as u64 * 8) {
             layout.encode(&hashes, payload)?;
             *marker = layout.marker();
         }
@@ -297,90 +297,96 @@ impl Layout {
     ///
     /// Not part of the format (any layout that fits decodes): for the two widths around the
     /// optimum, the most buckets that fit, searched from an estimate.
-    fn choose(hashes: &[u64], payload_bits: u64) -> Result<Option<Layout>, Error> {
+    fn choose(hashes: &[u64], payload_bits: u64) -> Option<Layout> {
         let keys = hashes.len().max(1) as u64;
         // About L + 2.2 bits per key at the optimum.
         let widest = (payload_bits / keys)
             .saturating_sub(2)
             .clamp(1, u64::from(MAX_LOW_BITS));
-        let mut best: Option<(Layout, u64)> = None;
+        let mut best: Option<Fit> = None;
         for low_bits in (widest.saturating_sub(1).max(1)..=widest).rev() {
             let low_bits = low_bits as u32;
-            if let Some((b, _)) = best {
-                // Even its most buckets cannot beat the best found: skip the passes.
-                let most = Layout::new(payload_bits, low_bits, KAPPAS - 1);
-                if (u128::from(most.buckets) << low_bits) <= u128::from(b.buckets) << b.low_bits {
+            if let Some(b) = best {
+                // One bit fewer per fingerprint frees `distinct` bits for buckets; unless
+                // that doubles them it cannot beat the best found: skip the passes. (An
+                // estimate: any choice that fits is a valid filter.)
+                let most = Layout::new(payload_bits, low_bits, KAPPAS - 1)
+                    .buckets
+                    .min(b.layout.buckets + (payload_bits - b.bits) + b.distinct * 9 / 8);
+                if u128::from(most) << low_bits <= b.score_numerator() {
                     continue;
                 }
             }
-            let Some(found) = Layout::most_buckets(hashes, payload_bits, low_bits, keys)? else {
+            let Some(found) = Layout::most_buckets(hashes, payload_bits, low_bits, keys) else {
                 continue;
             };
-            let better = best.is_none_or(|(b, b_distinct)| {
-                // Z * 2^L / distinct, compared without division.
-                (u128::from(found.0.buckets) << low_bits) * u128::from(b_distinct)
-                    > (u128::from(b.buckets) << b.low_bits) * u128::from(found.1)
-            });
-            if better {
+            if best.is_none_or(|b| found.beats(&b)) {
                 best = Some(found);
             }
         }
-        Ok(best.map(|(layout, _)| layout))
+        best.map(|fit| fit.layout)
     }
 
-    /// For `low_bits`, the layout with the most buckets whose encoding fits, and its distinct
-    /// fingerprint count. Starts from the estimate that a fifth of the keys share a bucket.
-    fn most_buckets(
-        hashes: &[u64],
-        payload_bits: u64,
-        low_bits: u32,
-        keys: u64,
-    ) -> Result<Option<(Layout, u64)>, Error> {
+    /// For `low_bits`, about the layout with the most buckets whose encoding fits. Starts
+    /// from the estimate that a fifth of the keys share a bucket, and tries more buckets
+    /// only while the space left could hold them.
+    fn most_buckets(hashes: &[u64], payload_bits: u64, low_bits: u32, keys: u64) -> Option<Fit> {
         let target = (payload_bits + keys / 5).saturating_sub(keys * u64::from(low_bits + 1));
-        let mut kappa = (0..KAPPAS)
+        let kappa = (0..KAPPAS)
             .rev()
             .find(|&k| Layout::new(payload_bits, low_bits, k).buckets <= target)
             .unwrap_or(0);
-        let fits = |kappa| {
-            let layout = Layout::new(payload_bits, low_bits, kappa);
-            Ok::<_, Error>(layout.fits(hashes, payload_bits)?.map(|n| (layout, n)))
-        };
-        if let Some(mut found) = fits(kappa)? {
-            while kappa + 1 < KAPPAS {
-                kappa += 1;
-                match fits(kappa)? {
-                    Some(more) => found = more,
-                    None => break,
+        let measure = |kappa| Layout::new(payload_bits, low_bits, kappa).measure(hashes);
+        let mut found = measure(kappa);
+        if found.bits > payload_bits {
+            for kappa in (0..kappa).rev() {
+                let smaller = measure(kappa);
+                if smaller.bits <= payload_bits {
+                    return Some(smaller);
                 }
             }
-            return Ok(Some(found));
+            return None;
         }
-        for kappa in (0..kappa).rev() {
-            if let Some(found) = fits(kappa)? {
-                return Ok(Some(found));
+        for kappa in kappa + 1..KAPPAS {
+            // Each bucket more costs about a bit (a little more: fewer share).
+            let more = Layout::new(payload_bits, low_bits, kappa);
+            if payload_bits - found.bits < more.buckets - found.layout.buckets {
+                break;
             }
+            let more = measure(kappa);
+            if more.bits > payload_bits {
+                break;
+            }
+            found = more;
         }
-        Ok(None)
+        Some(found)
     }
 
-    /// The number of distinct fingerprints if `hashes` fit in `payload_bits` with this
-    /// layout: `n + Z` bits of buckets and `n * L - m` bits of low bits, where `m` is the
-    /// number of buckets holding two or more.
-    fn fits(&self, hashes: &[u64], payload_bits: u64) -> Result<Option<u64>, Error> {
-        if self.buckets == 0 {
-            return Ok(None);
+    /// The encoding's size for `hashes` with this layout, from above: `n + Z` bits of
+    /// buckets and `n * L - m` bits of low bits, with `n` the hashes (fingerprints that
+    /// coincide take less) and `m` the buckets whose first two hashes differ in their low
+    /// bits (each holds two or more fingerprints). One pass without branches on the data:
+    /// where buckets begin and end is too random to predict.
+    fn measure(self, hashes: &[u64]) -> Fit {
+        let (mut shared, mut in_bucket, mut previous) = (0u64, 0u64, (u64::MAX, 0u64));
+        for &hash in hashes {
+            let (bucket, low) = self.fingerprint(hash);
+            let same = bucket == previous.0;
+            shared += u64::from(same & (in_bucket == 1) & (low != previous.1));
+            in_bucket = if same { in_bucket + 1 } else { 1 };
+            if !same {
+                previous = (bucket, low);
+            }
         }
-        let (mut distinct, mut shared) = (0u64, 0u64);
-        self.for_each_bucket(hashes, |_, lows| {
-            distinct += lows.len() as u64;
-            shared += u64::from(lows.len() >= 2);
-        })?;
-        let high = distinct + self.buckets;
-        let low = distinct * u64::from(self.low_bits) - shared;
-        let fits = high
-            .checked_add(low)
-            .is_some_and(|bits| bits <= payload_bits);
-        Ok(fits.then_some(distinct))
+        let distinct = hashes.len() as u64;
+        let bits =
+            (distinct + self.buckets).saturating_add(distinct * u64::from(self.low_bits) - shared);
+        Fit {
+            layout: self,
+            distinct,
+            // No buckets: nothing can be stored.
+            bits: if self.buckets == 0 { u64::MAX } else { bits },
+        }
     }
 
     /// Calls `f(bucket, lows)` for each non-empty bucket in order, with its distinct low bits
@@ -469,6 +475,29 @@ impl Layout {
             (b, a + (1 << self.low_bits) - b - 1)
         };
         x | e << self.low_bits
+    }
+}
+
+/// A layout measured on a key set.
+#[derive(Debug, Clone, Copy)]
+struct Fit {
+    layout: Layout,
+    /// Distinct fingerprints.
+    distinct: u64,
+    /// Bits the encoding needs.
+    bits: u64,
+}
+
+impl Fit {
+    /// `Z * 2^L`: the expected false-positive rate is `distinct` over it.
+    fn score_numerator(&self) -> u128 {
+        u128::from(self.layout.buckets) << self.layout.low_bits
+    }
+
+    /// Fewer expected false positives than `other` (compared without division).
+    fn beats(&self, other: &Fit) -> bool {
+        self.score_numerator() * u128::from(other.distinct.max(1))
+            > other.score_numerator() * u128::from(self.distinct.max(1))
     }
 }
 
