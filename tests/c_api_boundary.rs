@@ -22,6 +22,8 @@ enum Answer {
     /// A status, and the batch results after the call.
     Batch(leveldb_bloom_status, Vec<u8>),
     Returned,
+    Int(c_int),
+    Float(f64),
 }
 use Answer::*;
 
@@ -37,6 +39,14 @@ fn status(code: c_int) -> Answer {
 
 fn pointer<T>(p: *const T) -> Answer {
     if p.is_null() { Null } else { NotNull }
+}
+
+/// Whether a policy was created; destroys it.
+fn created(p: *mut leveldb_bloom_policy) -> Answer {
+    let answer = pointer(p);
+    // SAFETY: NULL or a policy just created, destroyed once.
+    unsafe { leveldb_bloom_policy_destroy(p) };
+    answer
 }
 
 /// # Safety
@@ -989,6 +999,16 @@ fn every_function_answers_as_documented_at_its_edges() {
             ),
         ]
     };
+    assert_rows(&rows);
+    // SAFETY: created above, destroyed once.
+    unsafe {
+        leveldb_bloom_filter_block_builder_destroy(builder);
+        leveldb_bloom_policy_destroy(policy);
+    }
+}
+
+/// Fails with every row whose answer is not the documented one.
+fn assert_rows(rows: &[(&str, Answer, Answer)]) {
     let mismatches: Vec<String> = rows
         .iter()
         .filter(|(_, got, want)| got != want)
@@ -1001,9 +1021,991 @@ fn every_function_answers_as_documented_at_its_edges() {
         rows.len(),
         mismatches.join("\n")
     );
+}
+
+/// The compact format's entry points at their edges (creation from bits per key or a target
+/// rate, format and bits-per-key queries), and every per-policy function given a compact
+/// policy: its filters, their sizes, the callbacks, batches and filter blocks.
+#[test]
+fn compact_policies_answer_as_documented_at_their_edges() {
+    use leveldb_bloom::{CompactPolicy, FilterBlockBuilder, compact};
+
+    let bloom = leveldb_bloom_policy_create(10);
+    let c = leveldb_bloom_policy_create_compact(10.0);
+    assert!(!c.is_null());
+    let fp = leveldb_bloom_policy_create_for_fp_rate(0.01, 1);
+    let fp_bloom = leveldb_bloom_policy_create_for_fp_rate(0.01, 0);
+    let rust = CompactPolicy::new(10.0).unwrap();
+    let compact_filter = |keys: &[&[u8]]| {
+        let mut f = Vec::new();
+        rust.create_filter(keys, &mut f).unwrap();
+        f
+    };
+    let key: &[u8] = b"present";
+    let keys = [key.as_ptr().cast::<c_char>()];
+    let lens = [key.len()];
+    let huge_lens = [usize::MAX];
+    let null_key = [null::<c_char>()];
+    let slices = [leveldb_bloom_slice {
+        data: keys[0],
+        len: key.len(),
+    }];
+    let filter = compact_filter(&[key]);
+    let no_keys_filter = compact_filter(&[]);
+    let empty_key_filter = compact_filter(&[b""]);
+    let mut bloom_filter = Vec::new();
+    leveldb_bloom::BloomPolicy::new(10)
+        .unwrap()
+        .create_filter([key], &mut bloom_filter)
+        .unwrap();
+    let absent = (0..1000u32)
+        .map(u32::to_le_bytes)
+        .find(|k| !compact::key_may_match(k, &filter))
+        .expect("some key is certainly absent");
+    let absent_keys = [absent.as_ptr().cast::<c_char>()];
+    let (f, fl) = (filter.as_ptr(), filter.len());
+    let (k, kl) = (keys[0], key.len());
+    let (a, al) = (absent_keys[0], absent.len());
+    let state = c.cast::<c_void>();
+    let mut buf = [0u8; 64];
+    let mut len = 0usize;
+    // Filter block: window 0 holds the key, window 1 (offsets 2048..4095) is empty.
+    let mut rust_block = FilterBlockBuilder::new(rust);
+    rust_block.start_block(0).unwrap();
+    rust_block.add_key(key).unwrap();
+    rust_block.start_block(4096).unwrap();
+    let rust_block = rust_block.finish().unwrap().to_vec();
+    // SAFETY: a live policy.
+    let builder = unsafe { leveldb_bloom_filter_block_builder_create(c) };
+    let (mut block, mut block_len) = (null::<u8>(), 0usize);
+    let mut stats = leveldb_bloom_stats::default();
+
+    // SAFETY: as in the test above: every non-NULL pointer is valid for the length given with
+    // it; the rows probe NULLs and impossible lengths.
+    let rows: Vec<(&str, Answer, Answer)> = unsafe {
+        let results = |n: usize, call: &mut dyn FnMut(*mut u8) -> c_int| {
+            let mut r = vec![0x55u8; n];
+            let code = call(r.as_mut_ptr());
+            let Status(s) = status(code) else {
+                unreachable!()
+            };
+            Batch(s, r)
+        };
+        vec![
+            // Creation from bits per key: a number from 0 to 32, fractions allowed.
+            (
+                "create_compact(NaN)",
+                created(leveldb_bloom_policy_create_compact(f64::NAN)),
+                Null,
+            ),
+            (
+                "create_compact(-NaN)",
+                created(leveldb_bloom_policy_create_compact(-f64::NAN)),
+                Null,
+            ),
+            (
+                "create_compact(-1)",
+                created(leveldb_bloom_policy_create_compact(-1.0)),
+                Null,
+            ),
+            (
+                "create_compact(-tiny)",
+                created(leveldb_bloom_policy_create_compact(-f64::MIN_POSITIVE)),
+                Null,
+            ),
+            (
+                "create_compact(-inf)",
+                created(leveldb_bloom_policy_create_compact(f64::NEG_INFINITY)),
+                Null,
+            ),
+            (
+                "create_compact(inf)",
+                created(leveldb_bloom_policy_create_compact(f64::INFINITY)),
+                Null,
+            ),
+            (
+                "create_compact(32 + ulp)",
+                created(leveldb_bloom_policy_create_compact(32.0f64.next_up())),
+                Null,
+            ),
+            (
+                "create_compact(33)",
+                created(leveldb_bloom_policy_create_compact(33.0)),
+                Null,
+            ),
+            (
+                "create_compact(DBL_MAX)",
+                created(leveldb_bloom_policy_create_compact(f64::MAX)),
+                Null,
+            ),
+            (
+                "create_compact(0)",
+                created(leveldb_bloom_policy_create_compact(0.0)),
+                NotNull,
+            ),
+            (
+                "create_compact(-0.0)",
+                created(leveldb_bloom_policy_create_compact(-0.0)),
+                NotNull,
+            ),
+            (
+                "create_compact(denormal)",
+                created(leveldb_bloom_policy_create_compact(f64::from_bits(1))),
+                NotNull,
+            ),
+            (
+                "create_compact(7.25)",
+                created(leveldb_bloom_policy_create_compact(7.25)),
+                NotNull,
+            ),
+            (
+                "create_compact(32)",
+                created(leveldb_bloom_policy_create_compact(32.0)),
+                NotNull,
+            ),
+            // Creation from a target rate: (0, 1), reachable, and a known format.
+            (
+                "create_for_fp_rate(0.01, BLOOM)",
+                created(leveldb_bloom_policy_create_for_fp_rate(0.01, 0)),
+                NotNull,
+            ),
+            (
+                "create_for_fp_rate(0.01, COMPACT)",
+                created(leveldb_bloom_policy_create_for_fp_rate(0.01, 1)),
+                NotNull,
+            ),
+            (
+                "create_for_fp_rate(0.01, format 2)",
+                created(leveldb_bloom_policy_create_for_fp_rate(0.01, 2)),
+                Null,
+            ),
+            (
+                "create_for_fp_rate(0.01, format -1)",
+                created(leveldb_bloom_policy_create_for_fp_rate(0.01, -1)),
+                Null,
+            ),
+            (
+                "create_for_fp_rate(0.01, format INT_MIN)",
+                created(leveldb_bloom_policy_create_for_fp_rate(0.01, c_int::MIN)),
+                Null,
+            ),
+            (
+                "create_for_fp_rate(0.01, format INT_MAX)",
+                created(leveldb_bloom_policy_create_for_fp_rate(0.01, c_int::MAX)),
+                Null,
+            ),
+            (
+                "create_for_fp_rate(NaN, bad format)",
+                created(leveldb_bloom_policy_create_for_fp_rate(f64::NAN, 7)),
+                Null,
+            ),
+        ]
+        .into_iter()
+        .chain([0, 1].into_iter().flat_map(|format| {
+            let name = move |what: &str| -> &'static str {
+                format!("create_for_fp_rate({what}, format {format})").leak()
+            };
+            [
+                (0.0, "0", Null),
+                (-0.0, "-0.0", Null),
+                (1.0, "1", Null),
+                (1.5, "1.5", Null),
+                (-0.01, "-0.01", Null),
+                (f64::NAN, "NaN", Null),
+                (f64::INFINITY, "inf", Null),
+                (f64::NEG_INFINITY, "-inf", Null),
+                (f64::from_bits(1), "denormal", Null),
+                (1e-300, "1e-300 (out of reach)", Null),
+                (1.0f64.next_down(), "1 - ulp", NotNull),
+                (0.5, "0.5", NotNull),
+                (1e-6, "1e-6", NotNull),
+            ]
+            .into_iter()
+            .map(move |(rate, what, want)| {
+                (
+                    name(what),
+                    created(leveldb_bloom_policy_create_for_fp_rate(rate, format)),
+                    want,
+                )
+            })
+        }))
+        .chain([
+            // Compact: log2(1 / rate) + 1.75 bits per key, up to 32.
+            (
+                "create_for_fp_rate(2^-30, COMPACT): 31.75 bits per key",
+                created(leveldb_bloom_policy_create_for_fp_rate(2f64.powi(-30), 1)),
+                NotNull,
+            ),
+            (
+                "create_for_fp_rate(2^-31, COMPACT): 32.75 bits per key",
+                created(leveldb_bloom_policy_create_for_fp_rate(2f64.powi(-31), 1)),
+                Null,
+            ),
+            // Format and bits per key.
+            (
+                "policy_format(NULL)",
+                Int(leveldb_bloom_policy_format(null())),
+                Int(-1),
+            ),
+            (
+                "policy_format(bloom)",
+                Int(leveldb_bloom_policy_format(bloom)),
+                Int(0),
+            ),
+            (
+                "policy_format(compact)",
+                Int(leveldb_bloom_policy_format(c)),
+                Int(1),
+            ),
+            (
+                "policy_format(for_fp_rate COMPACT)",
+                Int(leveldb_bloom_policy_format(fp)),
+                Int(1),
+            ),
+            (
+                "policy_format(for_fp_rate BLOOM)",
+                Int(leveldb_bloom_policy_format(fp_bloom)),
+                Int(0),
+            ),
+            (
+                "policy_bits_per_key(NULL)",
+                Float(leveldb_bloom_policy_bits_per_key(null())),
+                Float(-1.0),
+            ),
+            (
+                "policy_bits_per_key(bloom 10)",
+                Float(leveldb_bloom_policy_bits_per_key(bloom)),
+                Float(10.0),
+            ),
+            (
+                "policy_bits_per_key(compact 10)",
+                Float(leveldb_bloom_policy_bits_per_key(c)),
+                Float(10.0),
+            ),
+            (
+                "policy_bits_per_key(compact 7.25)",
+                {
+                    let p = leveldb_bloom_policy_create_compact(7.25);
+                    let b = leveldb_bloom_policy_bits_per_key(p);
+                    leveldb_bloom_policy_destroy(p);
+                    Float(b)
+                },
+                Float(7.25),
+            ),
+            (
+                "policy_bits_per_key(for_fp_rate(0.01, COMPACT))",
+                Float(leveldb_bloom_policy_bits_per_key(fp)),
+                Float(CompactPolicy::for_fp_rate(0.01).unwrap().bits_per_key()),
+            ),
+            (
+                "  ... is log2(100) + 1.75",
+                Bool((leveldb_bloom_policy_bits_per_key(fp) - (100f64.log2() + 1.75)).abs() < 1e-9),
+                Bool(true),
+            ),
+            (
+                "policy_bits_per_key(for_fp_rate(0.01, BLOOM))",
+                Float(leveldb_bloom_policy_bits_per_key(fp_bloom)),
+                Float(f64::from(
+                    leveldb_bloom::BloomPolicy::for_fp_rate(0.01)
+                        .unwrap()
+                        .bits_per_key(),
+                )),
+            ),
+            (
+                "policy_name(compact)",
+                text(leveldb_bloom_policy_name(c)),
+                Text("leveldb.BuiltinBloomFilter2"),
+            ),
+            // Sizes: LevelDB's Bloom filter sizes.
+            (
+                "filter_len(c, 0)",
+                Size(leveldb_bloom_filter_len(c, 0)),
+                Size(9),
+            ),
+            (
+                "filter_len(c, 1)",
+                Size(leveldb_bloom_filter_len(c, 1)),
+                Size(9),
+            ),
+            (
+                "filter_len(c, 100)",
+                Size(leveldb_bloom_filter_len(c, 100)),
+                Size(126),
+            ),
+            (
+                "filter_len(c, SIZE_MAX)",
+                Size(leveldb_bloom_filter_len(c, usize::MAX)),
+                Size(0),
+            ),
+            (
+                "filter_len(compact 7.25, 100): 725 bits",
+                {
+                    let p = leveldb_bloom_policy_create_compact(7.25);
+                    let n = leveldb_bloom_filter_len(p, 100);
+                    leveldb_bloom_policy_destroy(p);
+                    Size(n)
+                },
+                Size(92),
+            ),
+            (
+                "filter_len(compact 0, 1000): the 64-bit minimum",
+                {
+                    let p = leveldb_bloom_policy_create_compact(0.0);
+                    let n = leveldb_bloom_filter_len(p, 1000);
+                    leveldb_bloom_policy_destroy(p);
+                    Size(n)
+                },
+                Size(9),
+            ),
+            // Creation with a compact policy.
+            (
+                "create_filter(c, out NULL, cap 0): size query",
+                status(leveldb_bloom_create_filter(
+                    c,
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    1,
+                    null_mut(),
+                    0,
+                    &mut len,
+                )),
+                TOO_SMALL,
+            ),
+            ("  ... needed length", Size(len), Size(9)),
+            (
+                "create_filter(c, cap 8: one short)",
+                {
+                    buf.fill(0xa5);
+                    status(leveldb_bloom_create_filter(
+                        c,
+                        keys.as_ptr(),
+                        lens.as_ptr(),
+                        1,
+                        buf.as_mut_ptr(),
+                        8,
+                        &mut len,
+                    ))
+                },
+                TOO_SMALL,
+            ),
+            ("  ... needed length", Size(len), Size(9)),
+            (
+                "  ... nothing written",
+                Bool(buf.iter().all(|&b| b == 0xa5)),
+                Bool(true),
+            ),
+            (
+                "create_filter_slices(c, cap 8: one short)",
+                status(leveldb_bloom_create_filter_slices(
+                    c,
+                    slices.as_ptr(),
+                    1,
+                    buf.as_mut_ptr(),
+                    8,
+                    &mut len,
+                )),
+                TOO_SMALL,
+            ),
+            ("  ... needed length", Size(len), Size(9)),
+            (
+                "create_filter(c, policy NULL)",
+                status(leveldb_bloom_create_filter(
+                    null(),
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                NULL_ARG,
+            ),
+            (
+                "create_filter(c, keys NULL)",
+                status(leveldb_bloom_create_filter(
+                    c,
+                    null(),
+                    lens.as_ptr(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                NULL_ARG,
+            ),
+            (
+                "create_filter(c, key_lens NULL)",
+                status(leveldb_bloom_create_filter(
+                    c,
+                    keys.as_ptr(),
+                    null(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                NULL_ARG,
+            ),
+            (
+                "create_filter(c, out_len NULL)",
+                status(leveldb_bloom_create_filter(
+                    c,
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    null_mut(),
+                )),
+                NULL_ARG,
+            ),
+            (
+                "create_filter(c, key len SIZE_MAX)",
+                status(leveldb_bloom_create_filter(
+                    c,
+                    keys.as_ptr(),
+                    huge_lens.as_ptr(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                INVALID,
+            ),
+            (
+                "create_filter(c, num_keys SIZE_MAX)",
+                status(leveldb_bloom_create_filter(
+                    c,
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    usize::MAX,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                INVALID,
+            ),
+            (
+                "create_filter(c, 0 keys, arrays NULL)",
+                status(leveldb_bloom_create_filter(
+                    c,
+                    null(),
+                    null(),
+                    0,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                OK,
+            ),
+            (
+                "  ... its bytes",
+                Filter(buf[..len].to_vec()),
+                Filter(no_keys_filter.clone()),
+            ),
+            (
+                "create_filter(c, NULL key, len 0)",
+                status(leveldb_bloom_create_filter(
+                    c,
+                    null_key.as_ptr(),
+                    [0usize].as_ptr(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                OK,
+            ),
+            (
+                "  ... the empty key's filter",
+                Filter(buf[..len].to_vec()),
+                Filter(empty_key_filter.clone()),
+            ),
+            (
+                "create_filter(c, one key)",
+                {
+                    buf.fill(0xa5);
+                    status(leveldb_bloom_create_filter(
+                        c,
+                        keys.as_ptr(),
+                        lens.as_ptr(),
+                        1,
+                        buf.as_mut_ptr(),
+                        64,
+                        &mut len,
+                    ))
+                },
+                OK,
+            ),
+            (
+                "  ... its bytes",
+                Filter(buf[..len].to_vec()),
+                Filter(filter.clone()),
+            ),
+            (
+                "  ... nothing past them",
+                Bool(buf[len..].iter().all(|&b| b == 0xa5)),
+                Bool(true),
+            ),
+            (
+                "  ... a compact marker",
+                Bool(buf[len - 1] >= compact::MARKER_MIN),
+                Bool(true),
+            ),
+            (
+                "create_filter_slices(c, one key)",
+                status(leveldb_bloom_create_filter_slices(
+                    c,
+                    slices.as_ptr(),
+                    1,
+                    buf.as_mut_ptr(),
+                    64,
+                    &mut len,
+                )),
+                OK,
+            ),
+            (
+                "  ... its bytes",
+                Filter(buf[..len].to_vec()),
+                Filter(filter.clone()),
+            ),
+            // Queries with a compact policy.
+            (
+                "key_may_match(c, present key)",
+                Bool(leveldb_bloom_key_may_match(c, k, kl, f, fl)),
+                Bool(true),
+            ),
+            (
+                "key_may_match(c, absent key)",
+                Bool(leveldb_bloom_key_may_match(c, a, al, f, fl)),
+                Bool(false),
+            ),
+            (
+                "key_may_match(bloom, absent key, compact filter): LevelDB's may-match",
+                Bool(leveldb_bloom_key_may_match(bloom, a, al, f, fl)),
+                Bool(true),
+            ),
+            (
+                "key_may_match(c, absent key, Bloom filter): as LevelDB",
+                Bool(leveldb_bloom_key_may_match(
+                    c,
+                    a,
+                    al,
+                    bloom_filter.as_ptr(),
+                    bloom_filter.len(),
+                )),
+                Bool(leveldb_bloom::key_may_match(&absent, &bloom_filter)),
+            ),
+            (
+                "key_may_match(c, key NULL, len 1)",
+                Bool(leveldb_bloom_key_may_match(c, null(), 1, f, fl)),
+                Bool(true),
+            ),
+            (
+                "key_may_match(c, key len SIZE_MAX)",
+                Bool(leveldb_bloom_key_may_match(c, k, usize::MAX, f, fl)),
+                Bool(true),
+            ),
+            (
+                "key_may_match(c, filter NULL)",
+                Bool(leveldb_bloom_key_may_match(c, k, kl, null(), 0)),
+                Bool(true),
+            ),
+            (
+                "key_may_match(c, filter len SIZE_MAX)",
+                Bool(leveldb_bloom_key_may_match(c, k, kl, f, usize::MAX)),
+                Bool(true),
+            ),
+            (
+                "key_may_match(c, empty filter)",
+                Bool(leveldb_bloom_key_may_match(c, k, kl, f, 0)),
+                Bool(false),
+            ),
+            (
+                "key_may_match(c, 1-byte filter 0xff): not compact, LevelDB's answer",
+                Bool(leveldb_bloom_key_may_match(c, a, al, [0xffu8].as_ptr(), 1)),
+                Bool(false),
+            ),
+            (
+                "key_may_match(c, NULL key, len 0)",
+                Bool(leveldb_bloom_key_may_match(c, null(), 0, f, fl)),
+                Bool(compact::key_may_match(b"", &filter)),
+            ),
+            (
+                "key_may_match_batch(c, results NULL)",
+                status(leveldb_bloom_key_may_match_batch(
+                    c,
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    1,
+                    f,
+                    fl,
+                    null_mut(),
+                )),
+                NULL_ARG,
+            ),
+            (
+                "key_may_match_batch(c, filter NULL)",
+                results(1, &mut |r| {
+                    leveldb_bloom_key_may_match_batch(
+                        c,
+                        absent_keys.as_ptr(),
+                        [al].as_ptr(),
+                        1,
+                        null(),
+                        0,
+                        r,
+                    )
+                }),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+            ),
+            (
+                "key_may_match_batch(c, keys NULL)",
+                results(1, &mut |r| {
+                    leveldb_bloom_key_may_match_batch(c, null(), lens.as_ptr(), 1, f, fl, r)
+                }),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+            ),
+            (
+                "key_may_match_batch(c, key len SIZE_MAX)",
+                results(1, &mut |r| {
+                    leveldb_bloom_key_may_match_batch(
+                        c,
+                        keys.as_ptr(),
+                        huge_lens.as_ptr(),
+                        1,
+                        f,
+                        fl,
+                        r,
+                    )
+                }),
+                Batch(LEVELDB_BLOOM_ERR_INVALID_ARGUMENT, vec![1]),
+            ),
+            (
+                "key_may_match_batch(c, num_keys SIZE_MAX)",
+                status(leveldb_bloom_key_may_match_batch(
+                    c,
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    usize::MAX,
+                    f,
+                    fl,
+                    buf.as_mut_ptr(),
+                )),
+                INVALID,
+            ),
+            (
+                "key_may_match_batch(c, 0 keys, all NULL but policy, filter)",
+                status(leveldb_bloom_key_may_match_batch(
+                    c,
+                    null(),
+                    null(),
+                    0,
+                    f,
+                    fl,
+                    null_mut(),
+                )),
+                OK,
+            ),
+            (
+                "key_may_match_batch(c, present, absent)",
+                results(3, &mut |r| {
+                    leveldb_bloom_key_may_match_batch(
+                        c,
+                        [k, a].as_ptr(),
+                        [kl, al].as_ptr(),
+                        2,
+                        f,
+                        fl,
+                        r,
+                    )
+                }),
+                Batch(LEVELDB_BLOOM_OK, vec![1, 0, 0x55]),
+            ),
+            // LevelDB's callbacks with a compact policy as state.
+            (
+                "cb_create_filter(c, one key)",
+                take_filter(
+                    leveldb_bloom_cb_create_filter(
+                        state,
+                        keys.as_ptr(),
+                        lens.as_ptr(),
+                        1,
+                        &mut len,
+                    ),
+                    len,
+                ),
+                Filter(filter.clone()),
+            ),
+            (
+                "cb_create_filter(c, 0 keys, arrays NULL)",
+                take_filter(
+                    leveldb_bloom_cb_create_filter(state, null(), null(), 0, &mut len),
+                    len,
+                ),
+                Filter(no_keys_filter.clone()),
+            ),
+            (
+                "cb_create_filter(c, num_keys -1)",
+                take_filter(
+                    leveldb_bloom_cb_create_filter(
+                        state,
+                        keys.as_ptr(),
+                        lens.as_ptr(),
+                        -1,
+                        &mut len,
+                    ),
+                    len,
+                ),
+                Filter(ALWAYS_MATCH_FILTER.to_vec()),
+            ),
+            (
+                "cb_create_filter(c, key_array NULL)",
+                take_filter(
+                    leveldb_bloom_cb_create_filter(state, null(), lens.as_ptr(), 1, &mut len),
+                    len,
+                ),
+                Filter(ALWAYS_MATCH_FILTER.to_vec()),
+            ),
+            (
+                "cb_create_filter(c, key len SIZE_MAX)",
+                take_filter(
+                    leveldb_bloom_cb_create_filter(
+                        state,
+                        keys.as_ptr(),
+                        huge_lens.as_ptr(),
+                        1,
+                        &mut len,
+                    ),
+                    len,
+                ),
+                Filter(ALWAYS_MATCH_FILTER.to_vec()),
+            ),
+            (
+                "cb_create_filter(c, filter_length NULL)",
+                pointer(leveldb_bloom_cb_create_filter(
+                    state,
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    1,
+                    null_mut(),
+                )),
+                Null,
+            ),
+            (
+                "cb_key_may_match(c, present key)",
+                Size(leveldb_bloom_cb_key_may_match(state, k, kl, f.cast(), fl).into()),
+                Size(1),
+            ),
+            (
+                "cb_key_may_match(c, absent key)",
+                Size(leveldb_bloom_cb_key_may_match(state, a, al, f.cast(), fl).into()),
+                Size(0),
+            ),
+            (
+                "cb_key_may_match(c, filter NULL)",
+                Size(leveldb_bloom_cb_key_may_match(state, a, al, null(), 0).into()),
+                Size(1),
+            ),
+            (
+                "cb_key_may_match(c, key NULL, len 1)",
+                Size(leveldb_bloom_cb_key_may_match(state, null(), 1, f.cast(), fl).into()),
+                Size(1),
+            ),
+            (
+                "cb_name(c)",
+                text(leveldb_bloom_cb_name(state)),
+                Text("leveldb.BuiltinBloomFilter2"),
+            ),
+            // A filter block built with a compact policy.
+            ("builder_create(c)", pointer(builder), NotNull),
+            (
+                "builder_start_block(c builder, 0)",
+                status(leveldb_bloom_filter_block_builder_start_block(builder, 0)),
+                OK,
+            ),
+            (
+                "builder_add_key(key NULL, len 1)",
+                status(leveldb_bloom_filter_block_builder_add_key(
+                    builder,
+                    null(),
+                    1,
+                )),
+                NULL_ARG,
+            ),
+            (
+                "builder_add_key(key len SIZE_MAX)",
+                status(leveldb_bloom_filter_block_builder_add_key(
+                    builder,
+                    k,
+                    usize::MAX,
+                )),
+                INVALID,
+            ),
+            (
+                "builder_add_key(key)",
+                status(leveldb_bloom_filter_block_builder_add_key(builder, k, kl)),
+                OK,
+            ),
+            (
+                "builder_start_block(4096)",
+                status(leveldb_bloom_filter_block_builder_start_block(
+                    builder, 4096,
+                )),
+                OK,
+            ),
+            (
+                "builder_start_block(0): backwards",
+                status(leveldb_bloom_filter_block_builder_start_block(builder, 0)),
+                Status(LEVELDB_BLOOM_ERR_OFFSET_BACKWARDS),
+            ),
+            (
+                "builder_finish",
+                status(leveldb_bloom_filter_block_builder_finish(
+                    builder,
+                    &mut block,
+                    &mut block_len,
+                )),
+                OK,
+            ),
+            (
+                "  ... the Rust builder's bytes",
+                Filter(std::slice::from_raw_parts(block, block_len).to_vec()),
+                Filter(rust_block.clone()),
+            ),
+            (
+                "builder_add_key after finish",
+                status(leveldb_bloom_filter_block_builder_add_key(builder, k, kl)),
+                Status(LEVELDB_BLOOM_ERR_ALREADY_FINISHED),
+            ),
+            (
+                "filter_block_may_match(c, present key)",
+                Bool(leveldb_bloom_filter_block_may_match(
+                    c, block, block_len, 0, k, kl,
+                )),
+                Bool(true),
+            ),
+            (
+                "filter_block_may_match(c, absent key)",
+                Bool(leveldb_bloom_filter_block_may_match(
+                    c, block, block_len, 0, a, al,
+                )),
+                Bool(false),
+            ),
+            (
+                "filter_block_may_match(bloom, absent key): LevelDB's may-match",
+                Bool(leveldb_bloom_filter_block_may_match(
+                    bloom, block, block_len, 0, a, al,
+                )),
+                Bool(true),
+            ),
+            (
+                "filter_block_may_match(c, empty window)",
+                Bool(leveldb_bloom_filter_block_may_match(
+                    c, block, block_len, 2048, k, kl,
+                )),
+                Bool(false),
+            ),
+            (
+                "filter_block_may_match(c, past the last window)",
+                Bool(leveldb_bloom_filter_block_may_match(
+                    c,
+                    block,
+                    block_len,
+                    1 << 20,
+                    a,
+                    al,
+                )),
+                Bool(true),
+            ),
+            (
+                "filter_block_may_match(c, block NULL)",
+                Bool(leveldb_bloom_filter_block_may_match(c, null(), 0, 0, a, al)),
+                Bool(true),
+            ),
+            (
+                "filter_block_may_match(c, key NULL, len 1)",
+                Bool(leveldb_bloom_filter_block_may_match(
+                    c,
+                    block,
+                    block_len,
+                    0,
+                    null(),
+                    1,
+                )),
+                Bool(true),
+            ),
+            (
+                "filter_block_may_match_batch(c, results NULL)",
+                status(leveldb_bloom_filter_block_may_match_batch(
+                    c,
+                    block,
+                    block_len,
+                    [0u64].as_ptr(),
+                    keys.as_ptr(),
+                    lens.as_ptr(),
+                    1,
+                    null_mut(),
+                )),
+                NULL_ARG,
+            ),
+            (
+                "filter_block_may_match_batch(c, offsets NULL)",
+                results(1, &mut |r| {
+                    leveldb_bloom_filter_block_may_match_batch(
+                        c,
+                        block,
+                        block_len,
+                        null(),
+                        absent_keys.as_ptr(),
+                        [al].as_ptr(),
+                        1,
+                        r,
+                    )
+                }),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+            ),
+            (
+                "filter_block_may_match_batch(c, present, absent, empty window)",
+                results(4, &mut |r| {
+                    leveldb_bloom_filter_block_may_match_batch(
+                        c,
+                        block,
+                        block_len,
+                        [0u64, 0, 2048].as_ptr(),
+                        [k, a, k].as_ptr(),
+                        [kl, al, kl].as_ptr(),
+                        3,
+                        r,
+                    )
+                }),
+                Batch(LEVELDB_BLOOM_OK, vec![1, 0, 0, 0x55]),
+            ),
+            // Statistics count the compact policy's work like any other's.
+            (
+                "policy_stats(c)",
+                status(leveldb_bloom_policy_stats(c, &mut stats)),
+                OK,
+            ),
+            (
+                "  ... filters built (create x3, slices x1, callbacks x2, block x1)",
+                Size(stats.filters_built as usize),
+                Size(7),
+            ),
+            (
+                "policy_stats_reset(c)",
+                status(leveldb_bloom_policy_stats_reset(c)),
+                OK,
+            ),
+        ])
+        .collect()
+    };
+    assert_rows(&rows);
     // SAFETY: created above, destroyed once.
     unsafe {
         leveldb_bloom_filter_block_builder_destroy(builder);
-        leveldb_bloom_policy_destroy(policy);
+        for p in [bloom, c, fp, fp_bloom] {
+            leveldb_bloom_policy_destroy(p);
+        }
     }
 }

@@ -1,14 +1,18 @@
 //! Property: a key that was added is never reported absent, through any API: the Rust
 //! single and batch queries, the filter block builder and reader, and the C API's create
-//! calls, queries, batches, LevelDB callbacks and filter block functions. A false negative
-//! would make stored data invisible. (The drop-in's C++ object calls the same C API; the
-//! C++ interop tests check it finds every key of real databases.)
+//! calls, queries, batches, LevelDB callbacks and filter block functions; for both formats,
+//! LevelDB's Bloom filters and the compact filters (any bits per key from 0 to 32, fractional
+//! too, duplicate keys included). A false negative would make stored data invisible. (The
+//! drop-in's C++ object calls the same C API; the C++ interop tests check it finds every key
+//! of real databases.)
 
 use std::ffi::{c_char, c_void};
 use std::ptr::null;
 
 use leveldb_bloom::ffi::*;
-use leveldb_bloom::{BloomPolicy, FilterBlockBuilder, FilterBlockReader};
+use leveldb_bloom::{
+    BloomPolicy, CompactPolicy, FilterBlockBuilder, FilterBlockReader, FilterPolicy,
+};
 use proptest::prelude::*;
 
 /// Keys of a data block, and how far past the previous block it starts.
@@ -57,25 +61,140 @@ proptest! {
         reader.keys_may_match(placed.iter().copied(), &mut results);
         prop_assert!(results.iter().all(|&r| r));
 
-        // The C API, each way in.
-        // SAFETY: every pointer is valid for its length; objects are destroyed once.
-        unsafe { check_c_api(bits_per_key, &all, &placed)? };
+        // The C API, each way in: the same bytes, and every key matches.
+        let policy_c = leveldb_bloom_policy_create(bits_per_key);
+        // SAFETY: every pointer is valid for its length; the policy is destroyed once.
+        unsafe {
+            let checked = check_c_api(policy_c, policy.into(), &all, &placed);
+            leveldb_bloom_policy_destroy(policy_c);
+            checked?;
+        }
     }
 }
 
+/// 0..400 keys of 0..64 arbitrary bytes, some of them copies of others.
+fn keys_with_duplicates() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    let key = prop::collection::vec(any::<u8>(), 0..64);
+    let copies = prop::collection::vec(any::<(prop::sample::Index, prop::sample::Index)>(), 0..40);
+    (prop::collection::vec(key, 0..400), copies).prop_map(|(mut keys, copies)| {
+        if !keys.is_empty() {
+            for (from, to) in copies {
+                let copy = keys[from.index(keys.len())].clone();
+                let to = to.index(keys.len());
+                keys[to] = copy;
+            }
+        }
+        keys
+    })
+}
+
+/// A compact policy's bits per key: every whole number from 0 to 32, and fractions.
+fn compact_bits_per_key() -> impl Strategy<Value = f64> {
+    prop_oneof![(0u32..=32).prop_map(f64::from), 0.0f64..=32.0]
+}
+
+proptest! {
+    #[test]
+    fn added_keys_always_match_compact(
+        bits_per_key in compact_bits_per_key(),
+        keys in keys_with_duplicates(),
+        gaps in prop::collection::vec(0u64..6000, 1..8),
+    ) {
+        let compact = CompactPolicy::new(bits_per_key).unwrap();
+        let policy = FilterPolicy::Compact(compact);
+        let all: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+
+        // One filter over every key, from CompactPolicy and from FilterPolicy::Compact.
+        let mut filter = Vec::new();
+        compact.create_filter(&all, &mut filter).unwrap();
+        let mut through_enum = Vec::new();
+        policy.create_filter(&all, &mut through_enum).unwrap();
+        prop_assert_eq!(&filter, &through_enum);
+        prop_assert_eq!(filter.len(), compact.filter_len(all.len()).unwrap());
+        for key in &all {
+            prop_assert!(compact.key_may_match(key, &filter));
+            prop_assert!(leveldb_bloom::compact::key_may_match(key, &filter));
+            prop_assert!(policy.key_may_match(key, &filter));
+        }
+        let mut results = vec![false; all.len()];
+        leveldb_bloom::compact::keys_may_match(all.iter().copied(), &filter, &mut results);
+        prop_assert!(results.iter().all(|&r| r));
+        let mut results = vec![false; all.len()];
+        policy.keys_may_match(all.iter().copied(), &filter, &mut results);
+        prop_assert!(results.iter().all(|&r| r));
+
+        // A filter block: the keys split into one data block per gap.
+        let mut builder = FilterBlockBuilder::new(compact);
+        let (mut offset, mut placed) = (0u64, Vec::new());
+        for (i, gap) in gaps.iter().enumerate() {
+            offset += gap;
+            builder.start_block(offset).unwrap();
+            let chunk = &all[i * all.len() / gaps.len()..(i + 1) * all.len() / gaps.len()];
+            for &key in chunk {
+                builder.add_key(key).unwrap();
+                placed.push((offset, key));
+            }
+        }
+        let block = builder.finish().unwrap().to_vec();
+        let reader = FilterBlockReader::new(&block);
+        for &(offset, key) in &placed {
+            prop_assert!(reader.key_may_match_with(&policy, offset, key));
+        }
+        let mut results = vec![false; placed.len()];
+        reader.keys_may_match_with(&policy, placed.iter().copied(), &mut results);
+        prop_assert!(results.iter().all(|&r| r));
+
+        // The C API, each way in, with a compact policy.
+        let policy_c = leveldb_bloom_policy_create_compact(bits_per_key);
+        prop_assert!(!policy_c.is_null());
+        // SAFETY: every pointer is valid for its length; the policy is destroyed once.
+        unsafe {
+            let checked = check_c_api(policy_c, policy, &all, &placed);
+            leveldb_bloom_policy_destroy(policy_c);
+            checked?;
+        }
+    }
+}
+
+/// Builds `keys`' filter and `placed`'s filter block through every C entry point of
+/// `policy`, checks that they equal what the Rust API builds with `rust` from the same
+/// calls, and that every key matches through every C query.
+///
 /// # Safety
-/// None beyond the C API's contracts, which this function keeps.
+/// `policy` is a live policy; nothing else beyond the C API's contracts, which this
+/// function keeps.
 unsafe fn check_c_api(
-    bits_per_key: i32,
+    policy: *mut leveldb_bloom_policy,
+    rust: FilterPolicy,
     keys: &[&[u8]],
     placed: &[(u64, &[u8])],
 ) -> Result<(), TestCaseError> {
+    let mut rust_filter = Vec::new();
+    rust.create_filter(keys, &mut rust_filter).unwrap();
+    let rust_filter = rust_filter.as_slice();
+    // The block from the calls made below: start_block only where the offset changes.
+    let mut rust_builder = FilterBlockBuilder::new(rust);
+    let mut last = None;
+    for &(offset, key) in placed {
+        if last != Some(offset) {
+            rust_builder.start_block(offset).unwrap();
+            last = Some(offset);
+        }
+        rust_builder.add_key(key).unwrap();
+    }
+    let rust_block = rust_builder.finish().unwrap();
     let ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr().cast()).collect();
     let lens: Vec<usize> = keys.iter().map(|k| k.len()).collect();
+    let slices: Vec<leveldb_bloom_slice> = keys
+        .iter()
+        .map(|k| leveldb_bloom_slice {
+            data: k.as_ptr().cast(),
+            len: k.len(),
+        })
+        .collect();
     let n = keys.len();
     // SAFETY: per this function's contract.
     unsafe {
-        let policy = leveldb_bloom_policy_create(bits_per_key);
         let mut filter = vec![0u8; leveldb_bloom_filter_len(policy, n)];
         let mut len = 0;
         let status = leveldb_bloom_create_filter(
@@ -88,6 +207,19 @@ unsafe fn check_c_api(
             &mut len,
         );
         prop_assert_eq!(status, 0);
+        prop_assert_eq!(&filter[..len], rust_filter);
+        let mut from_slices = vec![0xa5u8; filter.len()];
+        let mut slices_len = 0;
+        let status = leveldb_bloom_create_filter_slices(
+            policy,
+            slices.as_ptr(),
+            n,
+            from_slices.as_mut_ptr(),
+            from_slices.len(),
+            &mut slices_len,
+        );
+        prop_assert_eq!(status, 0);
+        prop_assert_eq!(&from_slices[..slices_len], rust_filter);
         let mut results = vec![0u8; n];
         let status = leveldb_bloom_key_may_match_batch(
             policy,
@@ -107,6 +239,11 @@ unsafe fn check_c_api(
             lens.as_ptr(),
             n as i32,
             &mut cb_len,
+        );
+        prop_assert!(!cb.is_null());
+        prop_assert_eq!(
+            std::slice::from_raw_parts(cb.cast::<u8>(), cb_len),
+            rust_filter
         );
         for (key, &len_) in ptrs.iter().zip(&lens) {
             prop_assert!(leveldb_bloom_key_may_match(
@@ -143,6 +280,7 @@ unsafe fn check_c_api(
             leveldb_bloom_filter_block_builder_finish(builder, &mut block, &mut block_len),
             0
         );
+        prop_assert_eq!(std::slice::from_raw_parts(block, block_len), rust_block);
         for &(offset, key) in placed {
             prop_assert!(leveldb_bloom_filter_block_may_match(
                 policy,
@@ -170,7 +308,6 @@ unsafe fn check_c_api(
         prop_assert_eq!(status, 0);
         prop_assert!(results.iter().all(|&r| r == 1));
         leveldb_bloom_filter_block_builder_destroy(builder);
-        leveldb_bloom_policy_destroy(policy);
     }
     Ok(())
 }

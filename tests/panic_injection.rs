@@ -19,15 +19,23 @@ fn injected<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// Silences the injected panics (expected) for every test of this binary; anything else (a
+/// failed assertion) is still reported.
+fn quiet_injected_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if info.payload().downcast_ref::<&str>() != Some(&"panic injected for a test") {
+                default_hook(info);
+            }
+        }));
+    });
+}
+
 #[test]
 fn every_entry_point_answers_as_documented_after_a_panic() {
-    // The injected panics are expected; anything else (a failed assertion) is reported.
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if info.payload().downcast_ref::<&str>() != Some(&"panic injected for a test") {
-            default_hook(info);
-        }
-    }));
+    quiet_injected_panics();
     let policy = leveldb_bloom_policy_create(10);
     assert!(!policy.is_null());
     let keys: [&[u8]; 2] = [b"hello", b"world"];
@@ -240,10 +248,250 @@ fn every_entry_point_answers_as_documented_after_a_panic() {
         assert_eq!(injected(|| leveldb_bloom_global_stats(&mut stats)), PANIC);
         injected(|| leveldb_bloom_global_stats_reset());
 
-        // Destruction: a panic there leaks the object but returns normally.
-        injected(|| leveldb_bloom_cb_destructor(leveldb_bloom_policy_create(1).cast()));
-        injected(|| leveldb_bloom_policy_destroy(leveldb_bloom_policy_create(1)));
+        // Destruction: a panic there leaks the object but returns normally. (The object is
+        // created outside `injected`: the armed panic must strike the destructor.)
+        let doomed = leveldb_bloom_policy_create(1);
+        injected(|| leveldb_bloom_cb_destructor(doomed.cast()));
+        let doomed = leveldb_bloom_policy_create(1);
+        injected(|| leveldb_bloom_policy_destroy(doomed));
         leveldb_bloom_policy_destroy(policy);
     }
-    let _ = std::panic::take_hook();
+}
+
+/// The compact format's entry points, and every per-policy entry point given a compact
+/// policy: the same documented answers (NULL, -1, -1.0, ERR_PANIC, "may match", the
+/// always-match filter).
+#[test]
+fn compact_entry_points_answer_as_documented_after_a_panic() {
+    quiet_injected_panics();
+    assert!(injected(|| leveldb_bloom_policy_create_compact(10.0)).is_null());
+    assert!(injected(|| leveldb_bloom_policy_create_for_fp_rate(0.01, 1)).is_null());
+    assert!(injected(|| leveldb_bloom_policy_create_for_fp_rate(0.01, 0)).is_null());
+    let policy = leveldb_bloom_policy_create_compact(10.0);
+    assert!(!policy.is_null(), "a panic leaves nothing armed");
+    let keys: [&[u8]; 2] = [b"hello", b"world"];
+    let ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr().cast()).collect();
+    let lens: Vec<usize> = keys.iter().map(|k| k.len()).collect();
+    let slices: Vec<leveldb_bloom_slice> = keys
+        .iter()
+        .map(|k| leveldb_bloom_slice {
+            data: k.as_ptr().cast(),
+            len: k.len(),
+        })
+        .collect();
+    let mut filter = [0u8; 64];
+    let mut len = 0usize;
+    // SAFETY: valid pointers and lengths throughout; every object is destroyed once.
+    unsafe {
+        assert_eq!(leveldb_bloom_policy_format(policy), 1);
+        assert_eq!(injected(|| leveldb_bloom_policy_format(policy)), -1);
+        assert_eq!(leveldb_bloom_policy_bits_per_key(policy), 10.0);
+        assert_eq!(injected(|| leveldb_bloom_policy_bits_per_key(policy)), -1.0);
+        assert_eq!(injected(|| leveldb_bloom_filter_len(policy, 2)), 0);
+        assert_eq!(
+            CStr::from_ptr(injected(|| leveldb_bloom_policy_name(policy))),
+            c"leveldb.BuiltinBloomFilter2"
+        );
+
+        assert_eq!(
+            leveldb_bloom_create_filter(
+                policy,
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                2,
+                filter.as_mut_ptr(),
+                64,
+                &mut len
+            ),
+            0
+        );
+        let filter = &filter[..len];
+        assert!(leveldb_bloom::compact::is_compact(filter));
+        let absent = (0..1000u32)
+            .map(|i| i.to_le_bytes())
+            .find(|k| {
+                !leveldb_bloom_key_may_match(
+                    policy,
+                    k.as_ptr().cast(),
+                    4,
+                    filter.as_ptr(),
+                    filter.len(),
+                )
+            })
+            .expect("some key is certainly absent");
+
+        let mut out = [0xa5u8; 64];
+        assert_eq!(
+            injected(|| leveldb_bloom_create_filter(
+                policy,
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                2,
+                out.as_mut_ptr(),
+                64,
+                &mut len
+            )),
+            PANIC
+        );
+        assert_eq!(
+            injected(|| leveldb_bloom_create_filter_slices(
+                policy,
+                slices.as_ptr(),
+                2,
+                out.as_mut_ptr(),
+                64,
+                &mut len
+            )),
+            PANIC
+        );
+
+        // Queries: "may match" even for a key the compact filter certainly does not hold.
+        assert!(injected(|| leveldb_bloom_key_may_match(
+            policy,
+            absent.as_ptr().cast(),
+            4,
+            filter.as_ptr(),
+            filter.len()
+        )));
+        assert_eq!(
+            injected(|| leveldb_bloom_cb_key_may_match(
+                policy.cast(),
+                absent.as_ptr().cast(),
+                4,
+                filter.as_ptr().cast(),
+                filter.len()
+            )),
+            1
+        );
+        let absent_key = [absent.as_ptr().cast::<c_char>()];
+        let mut results = [0u8; 2];
+        assert_eq!(
+            injected(|| leveldb_bloom_key_may_match_batch(
+                policy,
+                absent_key.as_ptr(),
+                [4usize].as_ptr(),
+                1,
+                filter.as_ptr(),
+                filter.len(),
+                results.as_mut_ptr()
+            )),
+            PANIC
+        );
+        assert_eq!(
+            results,
+            [1, 0],
+            "may-match for the one key, nothing past it"
+        );
+
+        // The callback hands LevelDB the always-match filter, not a compact one.
+        let mut cb_len = 12345usize;
+        let cb = injected(|| {
+            leveldb_bloom_cb_create_filter(
+                policy.cast::<c_void>(),
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                2,
+                &mut cb_len,
+            )
+        });
+        assert!(!cb.is_null());
+        assert_eq!(std::slice::from_raw_parts(cb.cast::<u8>(), cb_len), &[0, 0]);
+        libc::free(cb.cast());
+
+        // Filter blocks of compact filters.
+        assert!(injected(|| leveldb_bloom_filter_block_builder_create(policy)).is_null());
+        let builder = leveldb_bloom_filter_block_builder_create(policy);
+        assert_eq!(
+            injected(|| leveldb_bloom_filter_block_builder_add_key(builder, ptrs[0], lens[0])),
+            PANIC
+        );
+        assert_eq!(
+            leveldb_bloom_filter_block_builder_start_block(builder, 0),
+            0
+        );
+        for (&key, &key_len) in ptrs.iter().zip(&lens) {
+            assert_eq!(
+                leveldb_bloom_filter_block_builder_add_key(builder, key, key_len),
+                0
+            );
+        }
+        // The panic strikes before the compact filter is generated: nothing is lost.
+        assert_eq!(
+            injected(|| leveldb_bloom_filter_block_builder_start_block(builder, 4096)),
+            PANIC
+        );
+        let (mut block, mut block_len) = (null(), 0usize);
+        assert_eq!(
+            injected(|| leveldb_bloom_filter_block_builder_finish(
+                builder,
+                &mut block,
+                &mut block_len
+            )),
+            PANIC
+        );
+        assert_eq!(
+            leveldb_bloom_filter_block_builder_finish(builder, &mut block, &mut block_len),
+            0
+        );
+        let mut expected = leveldb_bloom::FilterBlockBuilder::new(
+            leveldb_bloom::CompactPolicy::new(10.0).unwrap(),
+        );
+        expected.start_block(0).unwrap();
+        for key in keys {
+            expected.add_key(key).unwrap();
+        }
+        assert_eq!(
+            std::slice::from_raw_parts(block, block_len),
+            expected.finish().unwrap(),
+            "the block is the one built without panics"
+        );
+        for (&key, &key_len) in ptrs.iter().zip(&lens) {
+            assert!(leveldb_bloom_filter_block_may_match(
+                policy, block, block_len, 0, key, key_len
+            ));
+        }
+        assert!(!leveldb_bloom_filter_block_may_match(
+            policy,
+            block,
+            block_len,
+            0,
+            absent_key[0],
+            4
+        ));
+        assert!(injected(|| leveldb_bloom_filter_block_may_match(
+            policy,
+            block,
+            block_len,
+            0,
+            absent_key[0],
+            4
+        )));
+        let mut results = [0u8; 1];
+        assert_eq!(
+            injected(|| leveldb_bloom_filter_block_may_match_batch(
+                policy,
+                block,
+                block_len,
+                [0u64].as_ptr(),
+                absent_key.as_ptr(),
+                [4usize].as_ptr(),
+                1,
+                results.as_mut_ptr()
+            )),
+            PANIC
+        );
+        assert_eq!(results, [1]);
+        leveldb_bloom_filter_block_builder_destroy(builder);
+
+        let mut stats = leveldb_bloom_stats::default();
+        assert_eq!(
+            injected(|| leveldb_bloom_policy_stats(policy, &mut stats)),
+            PANIC
+        );
+        let doomed = leveldb_bloom_policy_create_compact(1.5);
+        injected(|| leveldb_bloom_policy_destroy(doomed));
+        let doomed = leveldb_bloom_policy_create_compact(1.5);
+        injected(|| leveldb_bloom_cb_destructor(doomed.cast()));
+        leveldb_bloom_policy_destroy(policy);
+    }
 }
