@@ -162,8 +162,11 @@ TEST(Xxh64Oracle, CompactFiltersAnswerAsLibxxhashPredicts) {
               static_cast<unsigned long long>(min_misses), static_cast<unsigned long long>(wrong));
   EXPECT_EQ(wrong, 0u);
   // Every length must see both predictions often, or a length-specific hash bug could hide.
-  EXPECT_GE(min_hits, 20u);
-  EXPECT_GE(min_misses, 20u);
+  // The least hits per length grows with the workload (225 seen at the default 300 filters
+  // per setting, 65 at 100, 14 at 30), so the bound scales with it: 60 at the default.
+  const uint64_t least = std::max<uint64_t>(per_bpk / 5, 5);
+  EXPECT_GE(min_hits, least);
+  EXPECT_GE(min_misses, least);
 }
 
 // Pairs of keys whose libxxhash fingerprints collide under the 1-key layout (L = 28 low
