@@ -652,6 +652,7 @@ void Usage() {
   std::printf(
       "usage: leveldb_bloom_compact_bench [--quick] [--csv FILE] [--reps N] [--min-ms MS]\n"
       "                                   [--keys N] [--fp-probes N] [--fp-count N] [--fp-max N]\n"
+      "                                   [--bpk LIST] [--kpf LIST]\n"
       "  --quick       tiny sizes, one repetition (a smoke test: checks still run)\n"
       "  --csv FILE    also write one CSV row per cell to FILE\n"
       "  --reps N      repetitions per cell for the timings (default 9; the median is reported)\n"
@@ -659,7 +660,29 @@ void Usage() {
       "  --keys N      keys per cell for the timings (default 100000; at least one filter)\n"
       "  --fp-probes N absent keys asked of each side per cell, at least (default 1000000)\n"
       "  --fp-count N  ... and more until each side has N false positives (default 2000)\n"
-      "  --fp-max N    ... but at most N probes (default 64000000)\n");
+      "  --fp-max N    ... but at most N probes (default 64000000)\n"
+      "  --bpk LIST    bits per key, comma-separated (default 6,8,10,12,16)\n"
+      "  --kpf LIST    keys per filter, comma-separated (default 10,20,50,100,200,1000)\n");
+}
+
+// "6,10,16" as numbers; anything else is a usage error.
+std::vector<int> ParseList(const char* text) {
+  std::vector<int> out;
+  for (const char* p = text; *p != '\0';) {
+    char* end = nullptr;
+    const long v = std::strtol(p, &end, 10);
+    if (end == p || v < 1 || v > 100000 || (*end != ',' && *end != '\0')) {
+      Usage();
+      std::exit(2);
+    }
+    out.push_back(static_cast<int>(v));
+    p = *end == ',' ? end + 1 : end;
+  }
+  if (out.empty()) {
+    Usage();
+    std::exit(2);
+  }
+  return out;
 }
 
 }  // namespace
@@ -667,7 +690,7 @@ void Usage() {
 int main(int argc, char** argv) {
   Config cfg;
   bool reps_set = false, keys_set = false, min_set = false, probes_set = false,
-       count_set = false, max_set = false;
+       count_set = false, max_set = false, bpk_set = false, kpf_set = false;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -685,6 +708,8 @@ int main(int argc, char** argv) {
     else if (a == "--fp-probes") cfg.fp_min_probes = std::strtoull(value(), nullptr, 10), probes_set = true;
     else if (a == "--fp-count") cfg.fp_min_count = std::strtoull(value(), nullptr, 10), count_set = true;
     else if (a == "--fp-max") cfg.fp_max_probes = std::strtoull(value(), nullptr, 10), max_set = true;
+    else if (a == "--bpk") cfg.bits_per_key = ParseList(value()), bpk_set = true;
+    else if (a == "--kpf") cfg.keys_per_filter = ParseList(value()), kpf_set = true;
     else if (a == "--help" || a == "-h") {
       Usage();
       return 0;
@@ -694,8 +719,8 @@ int main(int argc, char** argv) {
     }
   }
   if (cfg.quick) {
-    cfg.bits_per_key = {6, 10, 16};
-    cfg.keys_per_filter = {10, 200, 1000};
+    if (!bpk_set) cfg.bits_per_key = {6, 10, 16};
+    if (!kpf_set) cfg.keys_per_filter = {10, 200, 1000};
     if (!reps_set) cfg.reps = 1;
     if (!min_set) cfg.min_ms = 0;
     if (!keys_set) cfg.keys_total = 3000;

@@ -29,7 +29,7 @@ pub mod hash;
 pub mod policy;
 mod remainder;
 pub mod stats;
-pub mod xxh64;
+pub mod xxh3;
 
 pub use bloom::{BloomPolicy, key_may_match};
 pub use compact::CompactPolicy;

@@ -1,4 +1,4 @@
-//! Properties of the compact filter format (`src/compact.rs`, `docs/compact-format.md`) that
+//! Properties of the compact filter format (`src/compact/`, `docs/compact-format.md`) that
 //! hold for any keys and any bits per key: its length is LevelDB's Bloom filter length, it
 //! ends in a marker byte of 32 or more unless no fingerprint fits (then it is all zero, which
 //! every reader answers "may match"), it depends only on the set of keys, and any bytes read

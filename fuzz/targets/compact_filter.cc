@@ -52,7 +52,7 @@ constexpr double kMaxBitsPerKey = 32.0;
 
 const leveldb::FilterPolicy* stock10() { return fuzz::leveldb_policy(10); }
 
-// The format rule for the filter length (src/compact.rs, CompactPolicy::filter_len).
+// The format rule for the filter length (src/compact/mod.rs, CompactPolicy::filter_len).
 size_t expected_len(size_t n, double bpk) {
   const double bits = std::max(std::ceil(static_cast<double>(n) * bpk), 64.0);
   return (static_cast<size_t>(bits) + 7) / 8 + 1;

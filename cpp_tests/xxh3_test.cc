@@ -1,9 +1,9 @@
-// The compact format's key hash, XXH64(key, seed 0), checked from C against Debian's
-// libxxhash: compact filters built through the C API must answer exactly as libxxhash's
-// hashes and the format's rules predict.
+// The compact format's key hash, XXH3_64bits(key) (XXH3, 64 bits, seed 0), checked from C
+// against Debian's libxxhash: compact filters built through the C API must answer exactly as
+// libxxhash's hashes and the format's rules predict.
 //
 // The Rust hash is not part of the C API, so it is observed through the filters. The format
-// (src/compact.rs, "Format rule" comments) makes a compact filter the set of the
+// (docs/compact-format.md; src/compact/, "Format rule" comments) makes a compact filter the set of the
 // fingerprints (bucket, low) of its keys' hashes h, where
 //   marker = the last byte = 32 + 8 * (L - 1) + kappa,   P = 8 * (filter length - 1),
 //   Z = floor(P * (8 + kappa) / (8 * (L + 2))),
@@ -15,7 +15,7 @@
 // length, and single-key filters with L = 28 check pairs of keys whose libxxhash
 // fingerprints collide on 30 bits (a different hash would almost never match them).
 //
-// tests/xxh64_oracle.rs compares the full 64-bit values with libxxhash directly.
+// tests/xxh3_oracle.rs compares the full 64-bit values with libxxhash directly.
 //
 // Environment: LEVELDB_BLOOM_SEED (random seed), LEVELDB_BLOOM_XXH_FILTERS (filters per bits
 // per key setting, default 300).
@@ -42,7 +42,7 @@ namespace {
 __extension__ typedef unsigned __int128 u128;
 
 uint64_t reference_hash(const std::string& key) {
-  return XXH64(key.data(), key.size(), 0);
+  return XXH3_64bits(key.data(), key.size());
 }
 
 // The layout a compact filter's marker and length fix (format rules above).
@@ -85,15 +85,17 @@ std::string key_of_length(std::mt19937_64& rng, size_t len) {
   return k;
 }
 
-// The oracle itself: libxxhash is XXH64 (its published value for the empty input).
-TEST(Xxh64Oracle, LibxxhashIsXXH64) {
-  EXPECT_EQ(XXH64("", 0, 0), 0xEF46DB3751D8E999ull);
-  std::printf("xxh64_test: libxxhash %u\n", XXH_versionNumber());
+// The oracle itself: libxxhash's XXH3_64bits is XXH3 as released in xxHash 0.8 (its
+// published value for the empty input; XXH3's output was not stable before 0.8.0).
+TEST(Xxh3Oracle, LibxxhashIsXXH3) {
+  EXPECT_EQ(XXH3_64bits("", 0), 0x2D06800538D394C2ull);
+  EXPECT_GE(XXH_versionNumber(), 800u);
+  std::printf("xxh3_test: libxxhash %u\n", XXH_versionNumber());
 }
 
 // Filters of 0-300 keys at several bits per key; every query key of every length 0..300
 // (one per length per filter) plus the inserted keys is answered as libxxhash predicts.
-TEST(Xxh64Oracle, CompactFiltersAnswerAsLibxxhashPredicts) {
+TEST(Xxh3Oracle, CompactFiltersAnswerAsLibxxhashPredicts) {
   const uint64_t seed = harness::seed();
   std::mt19937_64 rng(seed ^ 0x7878683634ull);
   const uint64_t per_bpk = harness::env_count("LEVELDB_BLOOM_XXH_FILTERS", 300);
@@ -151,7 +153,7 @@ TEST(Xxh64Oracle, CompactFiltersAnswerAsLibxxhashPredicts) {
     min_hits = std::min(min_hits, per_length_hits[len]);
     min_misses = std::min(min_misses, per_length_misses[len]);
   }
-  std::printf("xxh64_test: %llu compact filters (%llu unfiltered), %llu queries, %llu probes"
+  std::printf("xxh3_test: %llu compact filters (%llu unfiltered), %llu queries, %llu probes"
               " predicted to hit by libxxhash; per key length 0..300 at least %llu predicted"
               " hits and %llu misses; %llu wrong answers\n",
               static_cast<unsigned long long>(filters),
@@ -171,8 +173,8 @@ TEST(Xxh64Oracle, CompactFiltersAnswerAsLibxxhashPredicts) {
 
 // Pairs of keys whose libxxhash fingerprints collide under the 1-key layout (L = 28 low
 // bits and a few buckets, about 30 bits): the filter of one must match the other. With a
-// hash other than XXH64 the two would collide with probability about 2^-30.
-TEST(Xxh64Oracle, CollidingFingerprintsMatch) {
+// hash other than XXH3 the two would collide with probability about 2^-30.
+TEST(Xxh3Oracle, CollidingFingerprintsMatch) {
   std::mt19937_64 rng(harness::seed() ^ 0xC011151011ull);
   leveldb_bloom_policy* policy = leveldb_bloom_policy_create_compact(32.0);
   ASSERT_NE(policy, nullptr);
@@ -180,7 +182,7 @@ TEST(Xxh64Oracle, CollidingFingerprintsMatch) {
   // checked to have it too).
   const Layout l = layout_of(compact_filter(policy, {"probe"}));
   ASSERT_TRUE(l.compact);
-  std::printf("xxh64_test: 1-key filters: L %u, Z %llu\n", l.low_bits,
+  std::printf("xxh3_test: 1-key filters: L %u, Z %llu\n", l.low_bits,
               static_cast<unsigned long long>(l.buckets));
 
   // 2^19 keys of 1..40 random bytes; about (2^19)^2 / 2 / (Z * 2^L) colliding pairs.
@@ -223,7 +225,7 @@ TEST(Xxh64Oracle, CollidingFingerprintsMatch) {
     }
   }
   leveldb_bloom_policy_destroy(policy);
-  std::printf("xxh64_test: %zu pairs with colliding libxxhash fingerprints among %zu keys:"
+  std::printf("xxh3_test: %zu pairs with colliding libxxhash fingerprints among %zu keys:"
               " %llu matched; %llu of %llu controls rejected\n",
               pairs.size(), kCandidates, static_cast<unsigned long long>(matched),
               static_cast<unsigned long long>(control_rejected),
