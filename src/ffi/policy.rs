@@ -35,7 +35,7 @@ impl leveldb_bloom_policy {
     }
 
     /// Answers a query, counting it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
         let may_match = self
             .policy
