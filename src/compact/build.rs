@@ -78,23 +78,31 @@ impl Layout {
         Some(found)
     }
 
-    /// The encoding's size for `hashes` with this layout, from above: `n + Z` bits of
-    /// buckets and `n * L - m` bits of low bits, with `n` the hashes (fingerprints that
-    /// coincide take less) and `m` the buckets whose first two hashes differ in their low
-    /// bits (each holds two or more fingerprints). One pass without branches on the data:
-    /// where buckets begin and end is too random to predict.
+    /// The encoding's size for `hashes` with this layout: `n + Z` bits of buckets and
+    /// `n * L - m` bits of low bits, with `n` the distinct fingerprints and `m` the buckets
+    /// holding two or more. One pass without branches on the data (where buckets begin and
+    /// end is too random to predict). A fingerprint counts as a repeat only when it equals
+    /// the bucket's previous distinct one (in hash order), so a bucket of three or more can
+    /// come out larger than it is: the result is an upper bound, exact for buckets of one
+    /// or two, which still fits.
+    ///
+    /// (Counting every hash as distinct overstated the size where low bits are few and
+    /// coincide often, and the builder chose fewer buckets than fit: measured, 10% more false
+    /// positives at 6 bits per key, 2-5% at 10.)
     fn measure(self, hashes: &[u64]) -> Fit {
-        let (mut shared, mut in_bucket, mut previous) = (0u64, 0u64, (u64::MAX, 0u64));
+        let (mut distinct, mut shared) = (0u64, 0u64);
+        // The current bucket, its distinct fingerprints so far, and the last of them.
+        let (mut current, mut count, mut last) = (u64::MAX, 0u64, 0u64);
         for &hash in hashes {
             let (bucket, low) = self.fingerprint(hash);
-            let same = bucket == previous.0;
-            shared += u64::from(same & (in_bucket == 1) & (low != previous.1));
-            in_bucket = if same { in_bucket + 1 } else { 1 };
-            if !same {
-                previous = (bucket, low);
-            }
+            let same = bucket == current;
+            let new = !same | (low != last);
+            distinct += u64::from(new);
+            shared += u64::from(same & new & (count == 1));
+            count = if same { count + u64::from(new) } else { 1 };
+            last = low;
+            current = bucket;
         }
-        let distinct = hashes.len() as u64;
         let bits =
             (distinct + self.buckets).saturating_add(distinct * u64::from(self.low_bits) - shared);
         Fit {
