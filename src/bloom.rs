@@ -3,6 +3,7 @@
 //! A filter is a bit array followed by one byte holding the number of probes `k`. Each key
 //! sets `k` bits chosen by double hashing from its [`bloom_hash`].
 
+use crate::buffer;
 use crate::error::Error;
 use crate::hash::bloom_hash;
 use crate::remainder::Remainder;
@@ -133,11 +134,10 @@ impl BloomPolicy {
     {
         let keys = keys.into_iter();
         let len = self.filter_len(keys.len())?;
-        dst.try_reserve_exact(len).map_err(|_| Error::OutOfMemory)?;
-        let start = dst.len();
-        dst.resize(start + len, 0);
-        self.write_filter(keys, &mut dst[start..]);
-        Ok(())
+        buffer::append_filter(dst, len, |filter| {
+            self.write_filter(keys, filter);
+            Ok(())
+        })
     }
 
     /// Builds the filter for `keys` into the start of `out` and returns its length, for callers
@@ -152,12 +152,10 @@ impl BloomPolicy {
     {
         let keys = keys.into_iter();
         let needed = self.filter_len(keys.len())?;
-        let Some(filter) = out.get_mut(..needed) else {
-            return Err(Error::BufferTooSmall { needed });
-        };
-        filter.fill(0);
-        self.write_filter(keys, filter);
-        Ok(needed)
+        buffer::fill_filter(out, needed, |filter| {
+            self.write_filter(keys, filter);
+            Ok(())
+        })
     }
 
     /// Sets the probe bits of every key in a zeroed `filter` of the right length, and its

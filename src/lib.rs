@@ -21,6 +21,7 @@
 //! The C API (`include/leveldb_bloom.h`) is generated from the [`ffi`] module.
 
 pub mod bloom;
+mod buffer;
 pub mod compact;
 pub mod error;
 pub mod ffi;

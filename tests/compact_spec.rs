@@ -5,6 +5,9 @@
 //! structure decide the answer. Only the key hash (`XXH3_64bits`, checked against libxxhash
 //! by `tests/xxh3_oracle.rs`) is taken from the library.
 
+mod common;
+
+use common::Rng;
 use leveldb_bloom::CompactPolicy;
 use leveldb_bloom::compact::{is_compact, key_hash, key_may_match};
 
@@ -71,33 +74,6 @@ fn documented_may_match(key: &[u8], filter: &[u8]) -> bool {
         return true;
     }
     (1..=c - 2).any(|j| read(p - u - (2 * l - 1) - j * l, l) == v)
-}
-
-/// splitmix64: fixed-seed inputs, reproducible without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn bytes(&mut self, len: usize) -> Vec<u8> {
-        (0..len).map(|_| self.next() as u8).collect()
-    }
-
-    /// `min..min + spread` random bytes.
-    fn bytes_of_length(&mut self, min: u64, spread: u64) -> Vec<u8> {
-        let len = min + self.below(spread);
-        self.bytes(len as usize)
-    }
 }
 
 /// Asks `filter` about `keys` both ways; returns how many answered "may match".

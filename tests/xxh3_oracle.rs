@@ -10,7 +10,11 @@
 //! `cpp_tests/xxh3_test.cc` checks the same hash from the other side: filters built through
 //! the C API answer as libxxhash's hashes and the format's rules predict.
 
+mod common;
+
 use std::ffi::{CStr, c_void};
+
+use common::Rng;
 
 use leveldb_bloom::xxh3::xxh3_64;
 
@@ -43,25 +47,6 @@ fn reference(f: Xxh3Fn, data: &[u8]) -> u64 {
     // SAFETY: `data` is `data.len()` readable bytes (a dangling but non-NULL pointer when
     // empty, which XXH3 does not read).
     unsafe { f(data.as_ptr().cast(), data.len()) }
-}
-
-/// splitmix64: fixed-seed inputs, reproducible without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn fill(&mut self, buf: &mut [u8]) {
-        for b in buf {
-            *b = self.next() as u8;
-        }
-    }
 }
 
 #[test]

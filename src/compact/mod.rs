@@ -14,6 +14,7 @@ mod layout;
 mod query;
 
 use crate::bloom;
+use crate::buffer;
 use crate::error::Error;
 use crate::remainder::Remainder;
 use crate::xxh3::xxh3_64;
@@ -123,14 +124,7 @@ impl CompactPolicy {
     {
         let keys = keys.into_iter();
         let len = self.filter_len(keys.len())?;
-        dst.try_reserve_exact(len).map_err(|_| Error::OutOfMemory)?;
-        let start = dst.len();
-        dst.resize(start + len, 0);
-        let built = self.write_filter(keys, &mut dst[start..]);
-        if built.is_err() {
-            dst.truncate(start);
-        }
-        built
+        buffer::append_filter(dst, len, |filter| self.write_filter(keys, filter))
     }
 
     /// Builds the filter for `keys` into the start of `out` and returns its length. Bytes of
@@ -145,12 +139,7 @@ impl CompactPolicy {
     {
         let keys = keys.into_iter();
         let needed = self.filter_len(keys.len())?;
-        let Some(out) = out.get_mut(..needed) else {
-            return Err(Error::BufferTooSmall { needed });
-        };
-        out.fill(0);
-        self.write_filter(keys, out)?;
-        Ok(needed)
+        buffer::fill_filter(out, needed, |filter| self.write_filter(keys, filter))
     }
 
     /// Writes the filter for `keys` into `filter`, which is zeroed and exactly
