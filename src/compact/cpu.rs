@@ -43,10 +43,13 @@ pub(super) fn may_match(key: &[u8], filter: &[u8]) -> bool {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: likewise for `Popcnt` and `may_match_popcnt`.
         Level::Popcnt => unsafe { may_match_popcnt(key, filter) },
-        Level::Portable => query::may_match::<Broadword>(key, filter),
+        Level::Portable => may_match_portable(key, filter),
     }
 }
 
+/// The level, detected by the first query. (Each version is a function of its own, so
+/// that this dispatch inlines into the caller without the versions' stack frames.)
+#[inline(always)]
 fn level() -> Level {
     match LEVEL.load(Ordering::Relaxed) {
         #[cfg(target_arch = "x86_64")]
@@ -54,13 +57,17 @@ fn level() -> Level {
         #[cfg(target_arch = "x86_64")]
         2 => Level::Popcnt,
         1 => Level::Portable,
-        _ => {
-            // Racing first queries all detect the same level.
-            let found = detect();
-            LEVEL.store(found as u8, Ordering::Relaxed);
-            found
-        }
+        _ => first_level(),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn first_level() -> Level {
+    // Racing first queries all detect the same level.
+    let found = detect();
+    LEVEL.store(found as u8, Ordering::Relaxed);
+    found
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -101,6 +108,12 @@ fn fast_pdep() -> bool {
         base
     };
     !amd_like || family >= 0x19
+}
+
+/// The query in the target's baseline instructions.
+#[inline(never)]
+fn may_match_portable(key: &[u8], filter: &[u8]) -> bool {
+    query::may_match::<Broadword>(key, filter)
 }
 
 /// The query compiled for processors with fast `pdep`.
@@ -188,7 +201,7 @@ mod tests {
 
     /// The versions of the query this processor can run.
     fn available_versions() -> Vec<Query> {
-        let mut versions: Vec<Query> = vec![query::may_match::<Broadword>];
+        let mut versions: Vec<Query> = vec![may_match_portable];
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("popcnt") {
