@@ -380,4 +380,33 @@ mod tests {
             }
         }
     }
+
+    /// An iterator whose `len` says fewer keys than it yields (a bug of the caller's): every
+    /// key is still hashed (the ones past the stack spill to the heap) and none is missed.
+    #[test]
+    fn iterator_longer_than_it_says_loses_no_key() {
+        struct Lying(std::vec::IntoIter<Vec<u8>>);
+        impl Iterator for Lying {
+            type Item = Vec<u8>;
+            fn next(&mut self) -> Option<Vec<u8>> {
+                self.0.next()
+            }
+        }
+        impl ExactSizeIterator for Lying {
+            fn len(&self) -> usize {
+                60
+            }
+        }
+        let policy = CompactPolicy::new(16.0).unwrap();
+        for count in [60, 64, 65, 100, 1000] {
+            let present = keys(count as u64, count, 8);
+            let mut filter = vec![0; policy.filter_len(60).unwrap()];
+            policy
+                .write_filter(Lying(present.clone().into_iter()), &mut filter)
+                .unwrap();
+            for key in &present {
+                assert!(policy.key_may_match(key, &filter), "{count} keys");
+            }
+        }
+    }
 }
