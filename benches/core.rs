@@ -2,6 +2,7 @@
 //! filter block queries, for 16-byte keys at 10 bits per key. (The comparison with LevelDB
 //! itself is bench/filter_bench.cc, which runs both in one process.)
 
+use leveldb_bloom::FilterFormat;
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};

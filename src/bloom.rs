@@ -3,13 +3,12 @@
 //! A filter is a bit array followed by one byte holding the number of probes `k`. Each key
 //! sets `k` bits chosen by double hashing from its [`bloom_hash`].
 
-use crate::buffer;
 use crate::error::Error;
+use crate::filter::{FilterFormat, sealed::WriteFilter};
 use crate::hash::bloom_hash;
 use crate::remainder::Remainder;
 
-/// The policy name LevelDB stores in a table's metaindex (`"filter." + NAME`).
-pub const NAME: &str = "leveldb.BuiltinBloomFilter2";
+pub use crate::filter::NAME;
 
 /// Probe counts above this are reserved for other encodings: their filters always match.
 pub const MAX_PROBES: u8 = 30;
@@ -23,7 +22,7 @@ const MIN_BITS: u64 = 64;
 /// and queries answer exactly as LevelDB does, malformed filters included.
 ///
 /// ```
-/// use leveldb_bloom::BloomPolicy;
+/// use leveldb_bloom::{BloomPolicy, FilterFormat};
 ///
 /// let policy = BloomPolicy::new(10)?;
 /// assert_eq!(policy.probes(), 6);
@@ -67,8 +66,8 @@ impl BloomPolicy {
 
     /// The policy with the fewest bits per key (1 to 100) whose filters are expected to
     /// have at most `fp_rate` false positives, by the standard Bloom model
-    /// `(1 - e^(-k / bits_per_key))^k`. LevelDB's filters do somewhat worse (0.9% measured at
-    /// 10 bits per key where the model says 0.84%). `fp_rate` must be in `(0, 1)` and
+    /// `(1 - e^(-k / bits_per_key))^k`. LevelDB's filters do somewhat worse than the model
+    /// (README, "Performance"). `fp_rate` must be in `(0, 1)` and
     /// reachable, else [`Error::InvalidFalsePositiveRate`].
     ///
     /// ```
@@ -98,24 +97,21 @@ impl BloomPolicy {
     pub fn probes(&self) -> u8 {
         self.probes
     }
+}
 
-    /// The policy name, `leveldb.BuiltinBloomFilter2`.
-    pub fn name(&self) -> &'static str {
-        NAME
-    }
-
-    /// The length in bytes of the filter for `num_keys` keys (duplicates count).
-    ///
-    /// Format rule: `bits = max(num_keys * bits_per_key, 64)`, rounded up to whole bytes, plus
-    /// one byte for `k`. A size that overflows `usize` is [`Error::TooLarge`].
+impl FilterFormat for BloomPolicy {
+    /// Format rule: `bits = max(num_keys * bits_per_key, 64)`, rounded up to whole bytes,
+    /// plus one byte for `k`.
     ///
     /// ```
-    /// let policy = leveldb_bloom::BloomPolicy::new(10)?;
+    /// use leveldb_bloom::{BloomPolicy, FilterFormat};
+    ///
+    /// let policy = BloomPolicy::new(10)?;
     /// assert_eq!(policy.filter_len(0)?, 9); // 64 bits + k
     /// assert_eq!(policy.filter_len(100)?, 126); // 1000 bits + k
     /// # Ok::<(), leveldb_bloom::Error>(())
     /// ```
-    pub fn filter_len(&self, num_keys: usize) -> Result<usize, Error> {
+    fn filter_len(&self, num_keys: usize) -> Result<usize, Error> {
         // In 128 bits: the bit count may pass 2^64 while the byte count still fits.
         let bits = (num_keys as u128 * u128::from(self.bits_per_key)).max(u128::from(MIN_BITS));
         usize::try_from(bits.div_ceil(8))
@@ -124,51 +120,36 @@ impl BloomPolicy {
             .ok_or(Error::TooLarge)
     }
 
-    /// Builds the filter for `keys` and **appends** it to `dst`, as LevelDB's `CreateFilter`
-    /// does. On error `dst` is unchanged.
-    pub fn create_filter<I>(&self, keys: I, dst: &mut Vec<u8>) -> Result<(), Error>
-    where
-        I: IntoIterator,
-        I::IntoIter: ExactSizeIterator,
-        I::Item: AsRef<[u8]>,
-    {
-        let keys = keys.into_iter();
-        let len = self.filter_len(keys.len())?;
-        buffer::append_filter(dst, len, |filter| {
-            self.write_filter(keys, filter);
-            Ok(())
-        })
+    /// See [`key_may_match`]: the filter's own `k` is used, not the policy's.
+    fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
+        key_may_match(key, filter)
     }
 
-    /// Builds the filter for `keys` into the start of `out` and returns its length, for callers
-    /// that bring their own memory. Every byte of the filter is written; bytes of `out` past it
-    /// are left alone. If `out` is shorter than [`filter_len`](Self::filter_len), nothing is
-    /// written and the error says how many bytes are needed.
-    pub fn create_filter_into<I>(&self, keys: I, out: &mut [u8]) -> Result<usize, Error>
-    where
-        I: IntoIterator,
-        I::IntoIter: ExactSizeIterator,
-        I::Item: AsRef<[u8]>,
-    {
-        let keys = keys.into_iter();
-        let needed = self.filter_len(keys.len())?;
-        buffer::fill_filter(out, needed, |filter| {
-            self.write_filter(keys, filter);
-            Ok(())
-        })
+    /// See [`keys_may_match`].
+    fn keys_may_match<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+        filter: &[u8],
+        results: &mut [bool],
+    ) {
+        keys_may_match(keys, filter, results)
     }
+}
 
-    /// Sets the probe bits of every key in a zeroed `filter` of the right length, and its
-    /// last byte to `k`.
-    pub(crate) fn write_filter<I>(&self, keys: I, filter: &mut [u8])
+impl WriteFilter for BloomPolicy {
+    /// Sets the probe bits of every key, and the last byte to `k`.
+    fn write_filter<I>(&self, keys: I, filter: &mut [u8]) -> Result<(), Error>
     where
-        I: Iterator,
+        I: ExactSizeIterator,
         I::Item: AsRef<[u8]>,
     {
-        let (k, array) = filter
-            .split_last_mut()
-            .expect("a filter is at least 9 bytes");
+        let Some((k, array)) = filter.split_last_mut() else {
+            return Ok(());
+        };
         *k = self.probes;
+        if array.is_empty() {
+            return Ok(());
+        }
         let remainder = Remainder::new(bit_count(array));
         // Hash a group of keys first, then set their bits: the hashes are independent chains
         // of multiplications that the processor overlaps when no stores sit between them.
@@ -184,11 +165,7 @@ impl BloomPolicy {
                 with_probe_count!(self.probes, K => set_bits::<K>(array, remainder, start, self.probes));
             }
         }
-    }
-
-    /// Whether `key` may be in `filter`; see [`key_may_match`].
-    pub fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
-        key_may_match(key, filter)
+        Ok(())
     }
 }
 
@@ -206,27 +183,19 @@ impl BloomPolicy {
 /// assert!(!key_may_match(b"x", b""));          // too short: nothing matches
 /// assert!(key_may_match(b"x", &[0, 0, 0xff])); // reserved encoding: everything may match
 /// ```
+#[inline]
 pub fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
-    query(key, filter, Remainder::new)
+    may_match_hashed(ProbeStart::of(key), filter)
 }
 
-/// [`key_may_match`], with the remainder for the filter's bit count supplied by the caller
-/// (the C API's policies cache it).
+/// [`key_may_match`] for a key already hashed. The remainder's reciprocal is computed per
+/// call: it does not depend on the key, so the processor overlaps its division with the
+/// hash.
 #[inline]
-pub(crate) fn query(key: &[u8], filter: &[u8], remainder: impl FnOnce(u64) -> Remainder) -> bool {
-    query_hashed(ProbeStart::of(key), filter, remainder)
-}
-
-/// [`query`] for a key already hashed.
-#[inline]
-pub(crate) fn query_hashed(
-    start: ProbeStart,
-    filter: &[u8],
-    remainder: impl FnOnce(u64) -> Remainder,
-) -> bool {
+pub(crate) fn may_match_hashed(start: ProbeStart, filter: &[u8]) -> bool {
     match filter_array(filter) {
         Ok((k, array)) => {
-            let remainder = remainder(bit_count(array));
+            let remainder = Remainder::new(bit_count(array));
             with_probe_count!(k, K => bits_set::<K>(array, remainder, start, k))
         }
         Err(answer) => answer,
@@ -253,17 +222,6 @@ pub fn keys_may_match<'k>(
     filter: &[u8],
     results: &mut [bool],
 ) {
-    query_batch(keys, filter, results, Remainder::new)
-}
-
-/// [`keys_may_match`], with the remainder for the filter's bit count supplied by the
-/// caller (the C API's policies cache it).
-pub(crate) fn query_batch<'k>(
-    keys: impl IntoIterator<Item = &'k [u8]>,
-    filter: &[u8],
-    results: &mut [bool],
-    remainder: impl FnOnce(u64) -> Remainder,
-) {
     let mut keys = keys.into_iter();
     let (k, array) = match filter_array(filter) {
         Ok(parts) => parts,
@@ -272,7 +230,7 @@ pub(crate) fn query_batch<'k>(
             return;
         }
     };
-    let remainder = remainder(bit_count(array));
+    let remainder = Remainder::new(bit_count(array));
     let mut starts = [ProbeStart::default(); HASH_GROUP];
     for results in results.chunks_mut(HASH_GROUP) {
         let mut n = 0;

@@ -4,10 +4,10 @@
 //! u32, then the offset of that array as a u32, then one byte `base_lg` (11). Filter `i`
 //! covers the data blocks whose offsets fall in `[i << base_lg, (i + 1) << base_lg)`.
 
-use crate::bloom::{HASH_GROUP, ProbeStart};
+use crate::bloom::{self, HASH_GROUP, ProbeStart};
 use crate::error::Error;
+use crate::filter::FilterFormat;
 use crate::policy::FilterPolicy;
-use crate::remainder::Remainder;
 
 /// log2 of the data-block offset window each filter covers: one filter per 2 KiB.
 pub const FILTER_BASE_LG: u8 = 11;
@@ -231,41 +231,18 @@ impl<'a> FilterBlockReader<'a> {
     /// array_offset` the Bloom filter there answers; an empty `start == limit` beyond that
     /// matches nothing; anything else may match.
     pub fn key_may_match(&self, block_offset: u64, key: &[u8]) -> bool {
-        self.query(block_offset, key, Remainder::new)
-    }
-
-    /// [`key_may_match`](Self::key_may_match), with the remainder for a filter's bit count
-    /// supplied by the caller (the C API's policies cache it).
-    #[inline]
-    pub(crate) fn query(
-        &self,
-        block_offset: u64,
-        key: &[u8],
-        remainder: impl FnOnce(u64) -> Remainder,
-    ) -> bool {
         match self.filter_for(block_offset) {
-            Ok(filter) => crate::bloom::query(key, filter, remainder),
+            Ok(filter) => bloom::key_may_match(key, filter),
             Err(answer) => answer,
         }
     }
 
     /// [`key_may_match`](Self::key_may_match) with the filter read by `policy`: the same
     /// for a Bloom policy; a compact policy also reads its own filters.
-    pub fn key_may_match_with(&self, policy: &FilterPolicy, block_offset: u64, key: &[u8]) -> bool {
-        self.query_with(policy, block_offset, key, Remainder::new)
-    }
-
-    /// [`key_may_match_with`](Self::key_may_match_with), with a caller-supplied remainder.
     #[inline]
-    pub(crate) fn query_with(
-        &self,
-        policy: &FilterPolicy,
-        block_offset: u64,
-        key: &[u8],
-        remainder: impl FnOnce(u64) -> Remainder,
-    ) -> bool {
+    pub fn key_may_match_with(&self, policy: &FilterPolicy, block_offset: u64, key: &[u8]) -> bool {
         match self.filter_for(block_offset) {
-            Ok(filter) => policy.query(key, filter, remainder),
+            Ok(filter) => policy.key_may_match(key, filter),
             Err(answer) => answer,
         }
     }
@@ -295,46 +272,6 @@ impl<'a> FilterBlockReader<'a> {
         queries: impl IntoIterator<Item = (u64, &'k [u8])>,
         results: &mut [bool],
     ) {
-        self.query_batch(queries, results, Remainder::new)
-    }
-
-    /// [`keys_may_match`](Self::keys_may_match) with the filters read by `policy` (see
-    /// [`key_may_match_with`](Self::key_may_match_with)).
-    pub fn keys_may_match_with<'k>(
-        &self,
-        policy: &FilterPolicy,
-        queries: impl IntoIterator<Item = (u64, &'k [u8])>,
-        results: &mut [bool],
-    ) {
-        self.query_batch_with(policy, queries, results, Remainder::new)
-    }
-
-    /// [`keys_may_match_with`](Self::keys_may_match_with), with caller-supplied remainders.
-    pub(crate) fn query_batch_with<'k>(
-        &self,
-        policy: &FilterPolicy,
-        queries: impl IntoIterator<Item = (u64, &'k [u8])>,
-        results: &mut [bool],
-        remainder: impl Fn(u64) -> Remainder,
-    ) {
-        match policy {
-            FilterPolicy::Bloom(_) => self.query_batch(queries, results, remainder),
-            FilterPolicy::Compact(_) => {
-                for (result, (offset, key)) in results.iter_mut().zip(queries) {
-                    *result = self.query_with(policy, offset, key, &remainder);
-                }
-            }
-        }
-    }
-
-    /// [`keys_may_match`](Self::keys_may_match), with the remainders for filters' bit
-    /// counts supplied by the caller (the C API's policies cache them).
-    pub(crate) fn query_batch<'k>(
-        &self,
-        queries: impl IntoIterator<Item = (u64, &'k [u8])>,
-        results: &mut [bool],
-        remainder: impl Fn(u64) -> Remainder,
-    ) {
         let mut queries = queries.into_iter();
         let mut hashed = [(0u64, ProbeStart::default()); HASH_GROUP];
         for results in results.chunks_mut(HASH_GROUP) {
@@ -346,12 +283,30 @@ impl<'a> FilterBlockReader<'a> {
             }
             for (result, &(offset, start)) in results.iter_mut().zip(&hashed[..n]) {
                 *result = match self.filter_for(offset) {
-                    Ok(filter) => crate::bloom::query_hashed(start, filter, &remainder),
+                    Ok(filter) => bloom::may_match_hashed(start, filter),
                     Err(answer) => answer,
                 };
             }
             if n < results.len() {
                 break;
+            }
+        }
+    }
+
+    /// [`keys_may_match`](Self::keys_may_match) with the filters read by `policy` (see
+    /// [`key_may_match_with`](Self::key_may_match_with)).
+    pub fn keys_may_match_with<'k>(
+        &self,
+        policy: &FilterPolicy,
+        queries: impl IntoIterator<Item = (u64, &'k [u8])>,
+        results: &mut [bool],
+    ) {
+        match policy {
+            FilterPolicy::Bloom(_) => self.keys_may_match(queries, results),
+            FilterPolicy::Compact(_) => {
+                for (result, (offset, key)) in results.iter_mut().zip(queries) {
+                    *result = self.key_may_match_with(policy, offset, key);
+                }
             }
         }
     }

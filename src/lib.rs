@@ -5,7 +5,7 @@
 //! [`FilterBlockBuilder`] / [`FilterBlockReader`] handle the filter block of a table.
 //!
 //! ```
-//! use leveldb_bloom::BloomPolicy;
+//! use leveldb_bloom::{BloomPolicy, FilterFormat};
 //!
 //! let policy = BloomPolicy::new(10)?;
 //! let mut filter = Vec::new();
@@ -18,13 +18,21 @@
 //! same memory (`docs/compact-format.md`); it keeps LevelDB's policy name and reads LevelDB's
 //! Bloom filters bit-identically, and stock LevelDB reads its filters as "may match".
 //!
+//! Both formats, and [`FilterPolicy`] which holds either, implement [`FilterFormat`]: the
+//! sizes, the builds and the queries are written once there.
+//!
 //! The C API (`include/leveldb_bloom.h`) is generated from the [`ffi`] module.
 
+// Unsafe code is allowed only where it is needed: the C boundary, the compact query's
+// CPU-feature dispatch and the statistics' thread-pointer read.
+#![deny(unsafe_code)]
+
 pub mod bloom;
-mod buffer;
 pub mod compact;
 pub mod error;
+#[allow(unsafe_code)]
 pub mod ffi;
+pub mod filter;
 pub mod filter_block;
 pub mod hash;
 pub mod policy;
@@ -35,6 +43,7 @@ pub mod xxh3;
 pub use bloom::{BloomPolicy, key_may_match};
 pub use compact::CompactPolicy;
 pub use error::Error;
+pub use filter::FilterFormat;
 pub use filter_block::{FilterBlockBuilder, FilterBlockReader};
 pub use policy::{FilterPolicy, Format};
 pub use stats::{Stats, StatsSnapshot};

@@ -115,7 +115,7 @@ impl Stats {
     pub fn record_query(&self, may_match: bool) {
         #[cfg(not(leveldb_bloom_uncounted))]
         // A branch, not an index computed from the answer: the store then need not wait
-        // for the probes (measured: indexing doubled the cost).
+        // for the probes (docs/performance-notes.md).
         self.counts
             .add(if may_match { MAY_MATCH } else { NO_MATCH }, 1);
         #[cfg(leveldb_bloom_uncounted)]
@@ -297,6 +297,7 @@ fn second_shard(thread: u64) -> usize {
 /// created after that exit (a happens-before edge), so the new thread may continue the old
 /// one's plain stores. The same holds for the thread-local fallback's address.
 #[inline]
+#[allow(unsafe_code)] // one register or thread-control-block read, no memory written
 fn thread_id() -> u64 {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     {

@@ -2,6 +2,7 @@
 //! builder misuse. NULLs and impossible lengths are in `c_api_boundary.rs`; compatibility
 //! with LevelDB itself is tested by the C++ harness against the real library.
 
+use leveldb_bloom::FilterFormat;
 use std::ffi::{c_char, c_int, c_void};
 use std::ptr::{null, null_mut};
 

@@ -2,6 +2,7 @@
 //! zero and maximal lengths, negative counts for LevelDB's callback API. Each row states the
 //! documented answer; all rows run and every mismatch is reported.
 
+use leveldb_bloom::FilterFormat;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::ptr::{null, null_mut};
 

@@ -5,6 +5,7 @@
 //! as a filter are answered without a panic, exactly as LevelDB answers when they are not a
 //! compact filter. (No false negatives: `tests/no_false_negatives.rs`.)
 
+use leveldb_bloom::FilterFormat;
 use std::ffi::c_char;
 
 use leveldb_bloom::ffi::*;

@@ -9,6 +9,7 @@ mod common;
 
 use common::Rng;
 use leveldb_bloom::CompactPolicy;
+use leveldb_bloom::FilterFormat;
 use leveldb_bloom::compact::{is_compact, key_hash, key_may_match};
 
 /// The query as `docs/compact-format.md` ("Layout", "Fingerprints", "Query") states it.

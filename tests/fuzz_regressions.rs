@@ -2,6 +2,7 @@
 //! Each test names its finding and the fuzz input that reproduces it under
 //! `fuzz/regressions/<target>/`; `scripts/fuzz --ci` replays those inputs too.
 
+use leveldb_bloom::FilterFormat;
 use std::ffi::c_int;
 use std::os::unix::process::CommandExt;
 use std::process::Command;

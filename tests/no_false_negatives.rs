@@ -6,6 +6,7 @@
 //! drop-in's C++ object calls the same C API; the C++ interop tests check it finds every key
 //! of real databases.)
 
+use leveldb_bloom::FilterFormat;
 use std::ffi::{c_char, c_void};
 use std::ptr::null;
 

@@ -2,8 +2,7 @@
 //! the format (any layout that fits decodes); `docs/compact-format.md`, "Building", says what
 //! this builder chooses and why.
 
-use super::layout::Layout;
-use super::{KAPPAS, MAX_LOW_BITS};
+use super::layout::{KAPPAS, Layout, MAX_LOW_BITS};
 use crate::error::Error;
 
 impl Layout {
@@ -87,8 +86,8 @@ impl Layout {
     /// or two, which still fits.
     ///
     /// (Counting every hash as distinct overstated the size where low bits are few and
-    /// coincide often, and the builder chose fewer buckets than fit: measured, 10% more false
-    /// positives at 6 bits per key, 2-5% at 10.)
+    /// coincide often, and the builder chose fewer buckets than fit; `docs/compact-format.md`,
+    /// "Building", has the cost in false positives.)
     fn measure(self, hashes: &[u64]) -> Fit {
         let (mut distinct, mut shared) = (0u64, 0u64);
         // The current bucket, its distinct fingerprints so far, and the last of them.
@@ -236,10 +235,10 @@ impl Fit {
 }
 
 /// Sorts `hashes`. Key hashes are spread evenly, so counting them into two slots per hash
-/// by their top bits puts most in order, and an insertion sort finishes. Measured on random
-/// hashes: 4.8-7 ns a key for 10 to 1000 keys where the general sort took 6-10 (it
-/// mispredicts most of its comparisons). Hashes that crowd a few slots (not from a good
-/// hash) fall back to the general sort.
+/// by their top bits puts most in order, and an insertion sort finishes, faster than the
+/// general sort, which mispredicts most of its comparisons (`docs/compact-format.md`,
+/// "Building"). Hashes that crowd a few slots (not from a good hash) fall back to the
+/// general sort.
 pub(super) fn sort_hashes(hashes: &mut [u64]) -> Result<(), Error> {
     const ON_STACK: usize = 64;
     if hashes.len() <= ON_STACK {

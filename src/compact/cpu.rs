@@ -2,9 +2,8 @@
 //!
 //! The query counts bits in each word of the bucket part before its bucket and then finds
 //! one set bit by rank (`query::Select`). The x86-64 baseline that Rust targets has neither
-//! a popcount instruction nor `pdep`; with them a query takes 25-40% less time (measured by
-//! `bench/compact_bench.cc` at 10 bits per key, 10 to 200 keys per filter: 22-33 ns, 29-40
-//! with popcnt alone, 30-53 with neither), so the query is also compiled for them:
+//! a popcount instruction nor `pdep`, which make the query markedly faster
+//! (`docs/compact-format.md`, "Reading it fast"), so the query is also compiled for them:
 //!
 //! | level | instructions | select |
 //! |---|---|---|
@@ -15,6 +14,8 @@
 //! `pdep` takes 3 cycles on Intel processors since Haswell and AMD ones since Zen 3, but is
 //! microcoded on AMD's Zen 1 and 2 (and Hygon's Dhyana), where it takes up to hundreds of
 //! cycles: there the query stays at `Popcnt`.
+
+#![allow(unsafe_code)] // target-feature versions of the query, chosen at run time
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -148,7 +149,7 @@ impl query::Select for Pdep {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::CompactPolicy;
+    use crate::{CompactPolicy, FilterFormat};
 
     /// Every version this processor can run answers every query alike (the one chosen is
     /// compared with the documented rules by `tests/compact_spec.rs`), on built filters and

@@ -1,6 +1,22 @@
-//! The fingerprint layout of a compact filter: what its marker byte and payload size fix.
+//! The compact format's constants, its key hash, and the fingerprint layout of a filter:
+//! what its marker byte and payload size fix.
 
-use super::{KAPPAS, MARKER_MIN, MAX_LOW_BITS};
+use crate::xxh3::xxh3_64;
+
+/// The smallest marker byte of a compact filter; smaller last bytes are LevelDB's.
+pub const MARKER_MIN: u8 = 32;
+
+/// The most low bits a fingerprint can keep (the marker byte has room for 1 to 28).
+pub const MAX_LOW_BITS: u32 = 28;
+
+/// Bucket-count choices per low-bit width (`kappa` in the specification).
+pub(super) const KAPPAS: u32 = 8;
+
+/// The key hash of the format. Format rule: `XXH3_64bits(key)` (XXH3, 64-bit, seed 0).
+#[inline(always)]
+pub fn key_hash(key: &[u8]) -> u64 {
+    xxh3_64(key)
+}
 
 /// The fingerprint layout of one filter: what the marker byte and the payload size fix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,24 +14,14 @@ mod layout;
 mod query;
 
 use crate::bloom;
-use crate::buffer;
 use crate::error::Error;
-use crate::remainder::Remainder;
-use crate::xxh3::xxh3_64;
+use crate::filter::{FilterFormat, sealed::WriteFilter};
 use layout::Layout;
-
-/// The smallest marker byte of a compact filter; smaller last bytes are LevelDB's.
-pub const MARKER_MIN: u8 = 32;
-
-/// The most low bits a fingerprint can keep (the marker byte has room for 1 to 28).
-pub const MAX_LOW_BITS: u32 = 28;
+pub use layout::{MARKER_MIN, MAX_LOW_BITS, key_hash};
 
 /// The largest bits per key a compact policy accepts: beyond it the 28 low bits are the
 /// limit, and the rest of the memory would be padding.
 pub const MAX_BITS_PER_KEY: f64 = 32.0;
-
-/// Bucket-count choices per low-bit width (`kappa` in the specification).
-pub(crate) const KAPPAS: u32 = 8;
 
 /// The least payload a filter gets, as LevelDB's Bloom filters: 64 bits.
 const MIN_PAYLOAD_BITS: f64 = 64.0;
@@ -41,7 +31,7 @@ const MIN_PAYLOAD_BITS: f64 = 64.0;
 /// own filters by their marker byte.
 ///
 /// ```
-/// use leveldb_bloom::CompactPolicy;
+/// use leveldb_bloom::{CompactPolicy, FilterFormat};
 ///
 /// let policy = CompactPolicy::new(10.0)?;
 /// let mut filter = Vec::new();
@@ -86,67 +76,12 @@ impl CompactPolicy {
     pub fn bits_per_key(&self) -> f64 {
         self.bits_per_key
     }
+}
 
-    /// The policy name, `leveldb.BuiltinBloomFilter2` (LevelDB's).
-    pub fn name(&self) -> &'static str {
-        bloom::NAME
-    }
-
-    /// The length in bytes of the filter for `num_keys` keys (duplicates count): the
-    /// length of LevelDB's Bloom filter at the same bits per key.
-    ///
-    /// Format rule: `bits = max(ceil(num_keys * bits_per_key), 64)` (the product in double
-    /// precision), rounded up to whole bytes, plus the marker byte.
-    ///
-    /// ```
-    /// let policy = leveldb_bloom::CompactPolicy::new(10.0)?;
-    /// assert_eq!(policy.filter_len(100)?, 126); // as BloomPolicy::new(10)
-    /// # Ok::<(), leveldb_bloom::Error>(())
-    /// ```
-    pub fn filter_len(&self, num_keys: usize) -> Result<usize, Error> {
-        let bits = (num_keys as f64 * self.bits_per_key)
-            .ceil()
-            .max(MIN_PAYLOAD_BITS);
-        // At most 2^64 * 32 bits: exact enough in u128, and `as` saturates anyway.
-        usize::try_from((bits as u128).div_ceil(8))
-            .ok()
-            .and_then(|bytes| bytes.checked_add(1))
-            .ok_or(Error::TooLarge)
-    }
-
-    /// Builds the filter for `keys` and **appends** it to `dst`. On error `dst` is
-    /// unchanged.
-    pub fn create_filter<I>(&self, keys: I, dst: &mut Vec<u8>) -> Result<(), Error>
-    where
-        I: IntoIterator,
-        I::IntoIter: ExactSizeIterator,
-        I::Item: AsRef<[u8]>,
-    {
-        let keys = keys.into_iter();
-        let len = self.filter_len(keys.len())?;
-        buffer::append_filter(dst, len, |filter| self.write_filter(keys, filter))
-    }
-
-    /// Builds the filter for `keys` into the start of `out` and returns its length. Bytes of
-    /// `out` past it are left alone. If `out` is shorter than
-    /// [`filter_len`](Self::filter_len), nothing is written and the error says how many bytes
-    /// are needed.
-    pub fn create_filter_into<I>(&self, keys: I, out: &mut [u8]) -> Result<usize, Error>
-    where
-        I: IntoIterator,
-        I::IntoIter: ExactSizeIterator,
-        I::Item: AsRef<[u8]>,
-    {
-        let keys = keys.into_iter();
-        let needed = self.filter_len(keys.len())?;
-        buffer::fill_filter(out, needed, |filter| self.write_filter(keys, filter))
-    }
-
-    /// Writes the filter for `keys` into `filter`, which is zeroed and exactly
-    /// [`filter_len`](Self::filter_len) bytes long. When no fingerprint fits (too few bits
-    /// per key) the filter stays all zero: its last byte 0 makes every reader, LevelDB's
-    /// included, answer "may match". Only allocation can fail.
-    pub(crate) fn write_filter<I>(&self, keys: I, filter: &mut [u8]) -> Result<(), Error>
+impl WriteFilter for CompactPolicy {
+    /// When no fingerprint fits (too few bits per key) the filter stays all zero: its last
+    /// byte 0 makes every reader, LevelDB's included, answer "may match".
+    fn write_filter<I>(&self, keys: I, filter: &mut [u8]) -> Result<(), Error>
     where
         I: ExactSizeIterator,
         I::Item: AsRef<[u8]>,
@@ -195,11 +130,46 @@ impl CompactPolicy {
         }
         Ok(())
     }
+}
 
-    /// Whether `key` may be in `filter`: a compact filter by its fingerprints, anything else
-    /// exactly as LevelDB's Bloom policy answers.
-    pub fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
+impl FilterFormat for CompactPolicy {
+    /// The length in bytes of the filter for `num_keys` keys (duplicates count): the
+    /// length of LevelDB's Bloom filter at the same bits per key.
+    ///
+    /// Format rule: `bits = max(ceil(num_keys * bits_per_key), 64)` (the product in double
+    /// precision), rounded up to whole bytes, plus the marker byte.
+    ///
+    /// ```
+    /// use leveldb_bloom::{CompactPolicy, FilterFormat};
+    ///
+    /// let policy = CompactPolicy::new(10.0)?;
+    /// assert_eq!(policy.filter_len(100)?, 126); // as BloomPolicy::new(10)
+    /// # Ok::<(), leveldb_bloom::Error>(())
+    /// ```
+    fn filter_len(&self, num_keys: usize) -> Result<usize, Error> {
+        let bits = (num_keys as f64 * self.bits_per_key)
+            .ceil()
+            .max(MIN_PAYLOAD_BITS);
+        // At most 2^64 * 32 bits: exact enough in u128, and `as` saturates anyway.
+        usize::try_from((bits as u128).div_ceil(8))
+            .ok()
+            .and_then(|bytes| bytes.checked_add(1))
+            .ok_or(Error::TooLarge)
+    }
+
+    /// See [`key_may_match`].
+    fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
         key_may_match(key, filter)
+    }
+
+    /// See [`keys_may_match`].
+    fn keys_may_match<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+        filter: &[u8],
+        results: &mut [bool],
+    ) {
+        keys_may_match(keys, filter, results)
     }
 }
 
@@ -207,26 +177,14 @@ impl CompactPolicy {
 /// (measured; `docs/compact-format.md`).
 const OVERHEAD_BITS: f64 = 1.75;
 
-/// The key hash of the format. Format rule: `XXH3_64bits(key)` (XXH3, 64-bit, seed 0).
-#[inline(always)]
-pub fn key_hash(key: &[u8]) -> u64 {
-    xxh3_64(key)
-}
-
 /// Whether `key` may be in `filter`, read as [`CompactPolicy`] reads it: a filter of 2 or
 /// more bytes ending in `32..=255` is compact; any other is answered as LevelDB answers it.
-pub fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
-    query(key, filter, Remainder::new)
-}
-
-/// [`key_may_match`], with the remainder for a Bloom filter's bit count supplied by the
-/// caller (the C API's policies cache it).
 #[inline]
-pub(crate) fn query(key: &[u8], filter: &[u8], remainder: impl FnOnce(u64) -> Remainder) -> bool {
+pub fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
     if is_compact(filter) {
         cpu::may_match(key, filter)
     } else {
-        bloom::query(key, filter, remainder)
+        bloom::key_may_match(key, filter)
     }
 }
 
@@ -237,22 +195,12 @@ pub fn keys_may_match<'k>(
     filter: &[u8],
     results: &mut [bool],
 ) {
-    query_batch(keys, filter, results, Remainder::new)
-}
-
-/// [`keys_may_match`], with a caller-supplied remainder for a Bloom filter.
-pub(crate) fn query_batch<'k>(
-    keys: impl IntoIterator<Item = &'k [u8]>,
-    filter: &[u8],
-    results: &mut [bool],
-    remainder: impl FnOnce(u64) -> Remainder,
-) {
     if is_compact(filter) {
         for (result, key) in results.iter_mut().zip(keys) {
             *result = cpu::may_match(key, filter);
         }
     } else {
-        bloom::query_batch(keys, filter, results, remainder);
+        bloom::keys_may_match(keys, filter, results);
     }
 }
 

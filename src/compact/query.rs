@@ -4,8 +4,7 @@
 //! The query is generic over how a word's `k`-th set bit is found ([`Select`]): `cpu` picks
 //! the fastest the processor has, once.
 
-use super::key_hash;
-use super::layout::Layout;
+use super::layout::{Layout, key_hash};
 
 /// Finding the `k`-th (from 0) set bit of a word that has more than `k`.
 pub(super) trait Select {
@@ -149,9 +148,7 @@ const NEW_BITS: u64 = !0xff;
 /// `7 * j`): each window's top 56 bits are new and its low 8 repeat the previous window's
 /// last byte, so a pattern that looks two bits back (a zero that ends a run of two or more
 /// ones) needs nothing carried from one window to the next. The scan stops at the bucket's
-/// window. (Measured: this loop is 19 instructions a window; carrying the previous word
-/// instead cost two double-width shifts a word and was 10% slower at 1000 keys; scanning
-/// two windows per step or a fixed number of words was slower at every size.)
+/// window. (`docs/compact-format.md`, "Reading it fast", says what else was tried.)
 #[inline(always)]
 fn bucket_run<S: Select>(bytes: &[u8], payload_bits: u64, bucket: u64) -> Option<Run> {
     let (mut zeros_left, mut pairs) = (bucket, 0u64);

@@ -147,6 +147,18 @@ pub(crate) unsafe fn results_may_match_on_error(
     status
 }
 
+/// A filter for a query: unlike a key, a NULL filter is never "empty", it is missing.
+///
+/// # Safety
+/// A non-NULL `filter` points to `len` readable bytes.
+pub(crate) unsafe fn try_filter<'a>(filter: *const u8, len: usize) -> FfiResult<&'a [u8]> {
+    if filter.is_null() {
+        return Err(LEVELDB_BLOOM_ERR_NULL_ARGUMENT);
+    }
+    // SAFETY: forwarded from this function's contract.
+    unsafe { try_slice(filter, len) }
+}
+
 /// Refuses what `slice::from_raw_parts` may not be given: a misaligned pointer, or more
 /// than `isize::MAX` bytes.
 fn check_extent<T>(ptr: *const T, len: usize) -> FfiResult<()> {

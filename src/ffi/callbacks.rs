@@ -3,9 +3,10 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use super::boundary::{FfiResult, KeyArray, guard, guard_query, try_ref, try_slice};
-use super::policy::{POLICY_NAME, leveldb_bloom_policy, leveldb_bloom_policy_destroy, try_filter};
+use super::boundary::{FfiResult, KeyArray, guard, guard_query, try_filter, try_ref, try_slice};
+use super::policy::{POLICY_NAME, leveldb_bloom_policy, leveldb_bloom_policy_destroy};
 use super::status::leveldb_bloom_status::*;
+use crate::filter::FilterFormat;
 
 /// The filter handed to LevelDB when no real one can be built: its `k` byte of 0 makes every
 /// LevelDB reader answer "may match", so the table stays correct, only unfiltered.
@@ -78,7 +79,7 @@ unsafe fn malloc_filter(
     }
     // SAFETY: `buffer` holds `len` zeroed bytes that only this function knows of.
     let filter = unsafe { std::slice::from_raw_parts_mut(buffer, len) };
-    if let Err(error) = policy.write_zeroed_filter(keys, filter) {
+    if let Err(error) = policy.create_filter_into(keys, filter) {
         // SAFETY: `buffer` came from calloc and nothing else refers to it.
         unsafe { libc::free(buffer.cast()) };
         return Err(error);

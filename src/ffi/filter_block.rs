@@ -2,9 +2,10 @@
 
 use std::ffi::{c_char, c_int};
 
+use super::boundary::try_slice;
 use super::boundary::{FfiResult, KeyArray, guard, guard_query, guard_status};
-use super::boundary::{results_may_match_on_error, try_mut, try_ref, try_results, try_slice};
-use super::policy::{leveldb_bloom_policy, try_filter};
+use super::boundary::{results_may_match_on_error, try_filter, try_mut, try_ref, try_results};
+use super::policy::leveldb_bloom_policy;
 use crate::error::Error;
 use crate::filter_block::{FilterBlockBuilder, FilterBlockReader};
 use crate::stats::Stats;
@@ -174,9 +175,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match(
             )
         };
         let reader = FilterBlockReader::new(block);
-        let may_match = reader.query_with(&policy.policy, block_offset, key, |bits| {
-            policy.reciprocals.remainder(bits)
-        });
+        let may_match = reader.key_may_match_with(&policy.policy, block_offset, key);
         policy.stats.record_query(may_match);
         Ok(may_match)
     })
@@ -219,9 +218,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match_batch(
         };
         let reader = FilterBlockReader::new(block);
         let queries = offsets.iter().copied().zip(keys.iter());
-        reader.query_batch_with(&policy.policy, queries, results, |bits| {
-            policy.reciprocals.remainder(bits)
-        });
+        reader.keys_may_match_with(&policy.policy, queries, results);
         policy.stats.record_queries(results);
         Ok(())
     });

@@ -1,4 +1,6 @@
-//! Status codes returned by the C API.
+//! Status codes returned by the C API, and what each means.
+
+use std::ffi::{CStr, c_int};
 
 use crate::error::Error;
 
@@ -48,7 +50,7 @@ impl leveldb_bloom_status {
     ];
 
     /// A static, NUL-terminated description.
-    pub(crate) fn message(self) -> &'static std::ffi::CStr {
+    pub(crate) fn message(self) -> &'static CStr {
         match self {
             LEVELDB_BLOOM_OK => c"ok",
             LEVELDB_BLOOM_ERR_NULL_ARGUMENT => c"a required pointer argument was NULL",
@@ -65,14 +67,14 @@ impl leveldb_bloom_status {
     }
 }
 
-impl TryFrom<std::ffi::c_int> for leveldb_bloom_status {
-    type Error = std::ffi::c_int;
+impl TryFrom<c_int> for leveldb_bloom_status {
+    type Error = c_int;
 
     /// The status with this code, or the code back if it is not one.
-    fn try_from(code: std::ffi::c_int) -> Result<Self, std::ffi::c_int> {
+    fn try_from(code: c_int) -> Result<Self, c_int> {
         Self::ALL
             .into_iter()
-            .find(|s| *s as std::ffi::c_int == code)
+            .find(|s| *s as c_int == code)
             .ok_or(code)
     }
 }
