@@ -1,6 +1,6 @@
 //! Criterion benchmarks of the Rust core: building filters, single and batch queries, and
 //! filter block queries, for 16-byte keys at 10 bits per key. (The comparison with LevelDB
-//! itself is bench/filter_bench.cc, which runs both in one process.)
+//! itself is benches/filter_bench.cc, which runs both in one process.)
 
 use leveldb_bloom::FilterFormat;
 use std::hint::black_box;

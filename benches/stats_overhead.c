@@ -1,6 +1,6 @@
 /* What counting queries costs: times leveldb_bloom_key_may_match, the C API as users call
  * it, on 16-byte keys (half present, half absent) against 64 filters of 100 keys at 10 bits
- * per key, with 1 and 2 threads querying the same policy. scripts/bench-stats runs it
+ * per key, with 1 and 2 threads querying the same policy. scripts/bench stats runs it
  * against the library as shipped and against a build without query counting, alternately,
  * and compares. Prints one CSV line: threads,ns_per_query. */
 #include <pthread.h>

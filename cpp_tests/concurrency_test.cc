@@ -13,7 +13,7 @@
 // with the work; every read must be a plausible count, and once the threads are joined a
 // reset must give zero and then count exactly again.
 //
-// scripts/tsan runs this under ThreadSanitizer. The Rust library is not instrumented, so
+// scripts/instrumented tsan runs this under ThreadSanitizer. The Rust library is not instrumented, so
 // TSan sees only this C++ side (its threads, the shared buffers it hands the library, the
 // heap blocks the library allocates and frees through malloc); races inside the library
 // are caught by the exact counts and answers checked here, not by TSan.

@@ -31,7 +31,7 @@
 #include "leveldb_bloom.h"
 
 /* Keys written (and absent keys read): 200,000, or LEVELDB_BLOOM_DEMO_KEYS from the
-   environment (1..10,000,000; scripts/valgrind runs the demo with fewer). */
+   environment (1..10,000,000; scripts/instrumented valgrind runs the demo with fewer). */
 #define DEFAULT_NUM_KEYS 200000
 #define MAX_NUM_KEYS 10000000
 static int num_keys = DEFAULT_NUM_KEYS;

@@ -5,6 +5,25 @@
 //! Remainder by Direct Computation", 2019): with `M = ceil(2^64 / d)`,
 //! `a % d == ((M * a mod 2^64) * d) >> 64` for every 32-bit `a` and `d`. An array of 2^32
 //! bits or more needs no reduction at all: a 32-bit `h` is already below it.
+//!
+//! `M` is found per query, with nothing remembered between queries: read from a table
+//! computed at compile time for the filter sizes most tables hold, divided out otherwise (the
+//! division does not depend on the key, so it overlaps the hash).
+
+/// Filters of fewer bytes than this take their reciprocal from [`RECIPROCALS`].
+const TABLE_BYTES: usize = 2048;
+
+/// `ceil(2^64 / (8 * bytes))` for each bit array of `bytes` bytes (entry 0 unused): a load
+/// where a short key's hash would otherwise wait for a 64-bit division.
+static RECIPROCALS: [u64; TABLE_BYTES] = {
+    let mut table = [0; TABLE_BYTES];
+    let mut bytes = 1;
+    while bytes < TABLE_BYTES {
+        table[bytes] = u64::MAX / (8 * bytes as u64) + 1;
+        bytes += 1;
+    }
+    table
+};
 
 /// Takes 32-bit hashes modulo a filter's bit count, exactly as `h % bits` does.
 #[derive(Debug, Clone, Copy)]
@@ -15,10 +34,13 @@ pub(crate) struct Remainder {
 }
 
 impl Remainder {
-    /// For a bit array of `bits >= 2` bits (filters have at least 8). Costs one division.
+    /// For a bit array of `bits >= 2` bits (filters have at least 8).
+    #[inline]
     pub(crate) fn new(bits: u64) -> Self {
         debug_assert!(bits >= 2);
-        let reciprocal = if bits > u64::from(u32::MAX) {
+        let reciprocal = if bits % 8 == 0 && bits < 8 * TABLE_BYTES as u64 {
+            RECIPROCALS[(bits / 8) as usize]
+        } else if bits > u64::from(u32::MAX) {
             0
         } else {
             u64::MAX / bits + 1

@@ -110,7 +110,7 @@ impl Stats {
     }
 
     /// Counts a query and its answer. (A build with `--cfg leveldb_bloom_uncounted`, made
-    /// only by `scripts/bench-stats`, leaves this out to measure its cost.)
+    /// only by `scripts/bench stats`, leaves this out to measure its cost.)
     #[inline]
     pub fn record_query(&self, may_match: bool) {
         #[cfg(not(leveldb_bloom_uncounted))]

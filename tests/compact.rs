@@ -279,7 +279,7 @@ fn for_fp_rate_policies_report_their_choice() {
 }
 
 /// Found by the fuzz target `compact_filter` in a rewrite of the compact query (input
-/// `fuzz/regressions/compact_filter/compact-query-underflow`): a bucket whose low-bit fields
+/// `cpp_tests/fuzz/regressions/compact_filter/compact-query-underflow`): a bucket whose low-bit fields
 /// would start before the payload (here bucket 1: 7 fingerprints before it, 20 bits of
 /// fields in a 16-bit payload) made `payload_bits - before` underflow, a panic with overflow
 /// checks. Such a filter is broken and answers "may match".

@@ -1,6 +1,6 @@
-//! Regression tests for what the fuzz targets in `fuzz/` found (fuzz/README.md, "Findings").
+//! Regression tests for what the fuzz targets in `cpp_tests/fuzz/` found (cpp_tests/fuzz/README.md, "Findings").
 //! Each test names its finding and the fuzz input that reproduces it under
-//! `fuzz/regressions/<target>/`; `scripts/fuzz --ci` replays those inputs too.
+//! `cpp_tests/fuzz/regressions/<target>/`; `scripts/fuzz --ci` replays those inputs too.
 
 use leveldb_bloom::FilterFormat;
 use std::ffi::c_int;
@@ -12,7 +12,7 @@ use leveldb_bloom::ffi::*;
 use leveldb_bloom::{BloomPolicy, Error, FilterBlockBuilder};
 
 // ---------------------------------------------------------------------------------------
-// Finding 1 (filter_block_builder, fuzz/regressions/filter_block_builder/finding-1-huge-offset):
+// Finding 1 (filter_block_builder, cpp_tests/fuzz/regressions/filter_block_builder/finding-1-huge-offset):
 // start_block with an offset whose block would pass 4 GiB (one 4-byte offset per 2 KiB
 // window: offsets from 2^41 on) is documented as ERR_TOO_LARGE, but the builder generated
 // every empty filter up to it: 4 bytes of memory per 2 KiB of offset (8 GiB for 2^42, and
@@ -151,7 +151,7 @@ fn child_start_block_past_4_gib_c_api() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Finding 2 (create_filter, fuzz/regressions/create_filter/finding-2-filter-len-bits-overflow):
+// Finding 2 (create_filter, cpp_tests/fuzz/regressions/create_filter/finding-2-filter-len-bits-overflow):
 // the filter length is documented as "0 (TooLarge) only if the size overflows size_t", but
 // it was computed through the bit count `num_keys * bits_per_key` in u64: when that passed
 // 2^64 while the byte count still fit usize, filter_len answered TooLarge / 0 (fixed in

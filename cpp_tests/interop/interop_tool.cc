@@ -14,7 +14,7 @@
 //   interop_tool table POLICY FILE               one table via leveldb::TableBuilder
 //
 // Environment: LEVELDB_BLOOM_INTEROP_MAX_KEYS caps KEYS (write and read alike, so a matrix
-// run with it set stays consistent; scripts/valgrind shrinks the 1,000,000-key database so).
+// run with it set stays consistent; scripts/instrumented valgrind shrinks the 1,000,000-key database so).
 //
 // Before anything else the tool proves which policy it really runs: where
 // leveldb::NewBloomFilterPolicy resolves (dladdr: libleveldb for stock and callbacks, the

@@ -1,9 +1,9 @@
-// Writes the seed corpus of every fuzz target (fuzz/corpus/<target>/seed-*): real filters and
+// Writes the seed corpus of every fuzz target (cpp_tests/fuzz/corpus/<target>/seed-*): real filters and
 // filter blocks built by LevelDB 1.23 itself from small key sets, malformed ones, and call
 // sequences, each encoded in its target's input format (see the comment at the top of each
-// fuzz/targets/*.cc). Run by `scripts/fuzz --seeds`; the output is checked in.
+// cpp_tests/fuzz/targets/*.cc). Run by `scripts/fuzz --seeds`; the output is checked in.
 //
-// Build: g++ -std=c++17 -Iinclude -Ifuzz fuzz/tools/make_seeds.cc libleveldb.a -lsnappy -lpthread
+// Build: g++ -std=c++17 -Iinclude -Icpp_tests/fuzz -Icpp_tests/support cpp_tests/fuzz/tools/make_seeds.cc libleveldb.a -lsnappy -lpthread
 #include <sys/stat.h>
 
 #include <cstdio>

@@ -10,7 +10,7 @@ from typing import Any, Dict
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[3]
 VECTORS = pathlib.Path(
     os.environ.get("LEVELDB_BLOOM_VECTORS_FILE") or REPO / "tests" / "vectors" / "leveldb_filters.json"
 )

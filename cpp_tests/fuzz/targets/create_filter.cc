@@ -44,11 +44,6 @@ leveldb_bloom_stats stats_of(const leveldb_bloom_policy* p) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  fuzz::check_oracle();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Input in(data, size);
   const uint8_t mode = in.u8();

@@ -39,7 +39,7 @@
 #include <leveldb/slice.h>
 #include <leveldb/status.h>
 
-#include "bench_common.h"
+#include "bench.h"
 #include "leveldb_bloom.h"
 
 namespace fs = std::filesystem;
@@ -258,30 +258,16 @@ void Usage() {
 int main(int argc, char** argv) {
   Config cfg;
   bool keys_set = false, reads_set = false, reps_set = false, fill_set = false;
-  for (int i = 1; i < argc; i++) {
-    std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        Usage();
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--quick") cfg.quick = true;
-    else if (a == "--dir") cfg.dir = value();
-    else if (a == "--keys") cfg.keys = std::strtoull(value(), nullptr, 10), keys_set = true;
-    else if (a == "--reads") cfg.reads = std::strtoull(value(), nullptr, 10), reads_set = true;
-    else if (a == "--reps") cfg.reps = std::atoi(value()), reps_set = true;
-    else if (a == "--fill-reps") cfg.fill_reps = std::atoi(value()), fill_set = true;
-    else if (a == "--keep") cfg.keep = true;
-    else if (a == "--help" || a == "-h") {
-      Usage();
-      return 0;
-    } else {
-      Usage();
-      return 2;
-    }
-  }
+  support::parse_args(argc, argv, Usage, [&](const std::string& a, auto value) {
+    if (a == "--quick") return cfg.quick = true, true;
+    if (a == "--dir") return cfg.dir = value(), true;
+    if (a == "--keys") return cfg.keys = std::strtoull(value(), nullptr, 10), keys_set = true, true;
+    if (a == "--reads") return cfg.reads = std::strtoull(value(), nullptr, 10), reads_set = true, true;
+    if (a == "--reps") return cfg.reps = std::atoi(value()), reps_set = true, true;
+    if (a == "--fill-reps") return cfg.fill_reps = std::atoi(value()), fill_set = true, true;
+    if (a == "--keep") return cfg.keep = true, true;
+    return false;
+  });
   if (cfg.quick) {
     if (!keys_set) cfg.keys = 20000;
     if (!reads_set) cfg.reads = 5000;

@@ -1,4 +1,4 @@
-// Shared pieces of the libFuzzer harnesses in fuzz/targets/: the input reader, the LevelDB
+// Shared pieces of the libFuzzer harnesses in cpp_tests/fuzz/targets/: the input reader, the LevelDB
 // oracle (its Bloom policy and its filter block classes from the static libleveldb.a), and
 // the failure report.
 //
@@ -26,8 +26,10 @@
 #include "leveldb/slice.h"
 #include "leveldb_bloom.h"
 
-// LevelDB's FilterBlockBuilder/Reader, declared once for the harness and the fuzzers.
-#include "../cpp_tests/leveldb_filter_block.h"
+// LevelDB's FilterBlockBuilder/Reader (declared once, for the harness and the fuzzers), and
+// the test-support library (cpp_tests/support/).
+#include "leveldb_filter_block.h"
+#include "support.h"
 
 namespace fuzz {
 
@@ -37,20 +39,8 @@ constexpr uint64_t kWindow = 2048;  // one filter per 2 KiB of data-block offset
 // Failure reports.
 // ---------------------------------------------------------------------------------------
 
-inline std::string hex(const void* data, size_t len, size_t max = 256) {
-  static const char digits[] = "0123456789abcdef";
-  const auto* p = static_cast<const uint8_t*>(data);
-  std::string s;
-  for (size_t i = 0; i < len && i < max; i++) {
-    s += digits[p[i] >> 4];
-    s += digits[p[i] & 15];
-  }
-  if (len > max) s += "...(" + std::to_string(len) + " bytes)";
-  return s;
-}
-inline std::string hex(const std::string& s, size_t max = 256) {
-  return hex(s.data(), s.size(), max);
-}
+using support::hex;
+using support::status_name;
 
 [[noreturn]] inline void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 inline void fail(const char* fmt, ...) {
@@ -71,21 +61,6 @@ inline void fail(const char* fmt, ...) {
       ::fuzz::fail(__VA_ARGS__);                                                \
     }                                                                           \
   } while (0)
-
-inline const char* status_name(int st) {
-  switch (st) {
-    case LEVELDB_BLOOM_OK: return "OK";
-    case LEVELDB_BLOOM_ERR_NULL_ARGUMENT: return "ERR_NULL_ARGUMENT";
-    case LEVELDB_BLOOM_ERR_INVALID_ARGUMENT: return "ERR_INVALID_ARGUMENT";
-    case LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL: return "ERR_BUFFER_TOO_SMALL";
-    case LEVELDB_BLOOM_ERR_OFFSET_BACKWARDS: return "ERR_OFFSET_BACKWARDS";
-    case LEVELDB_BLOOM_ERR_ALREADY_FINISHED: return "ERR_ALREADY_FINISHED";
-    case LEVELDB_BLOOM_ERR_PANIC: return "ERR_PANIC";
-    case LEVELDB_BLOOM_ERR_TOO_LARGE: return "ERR_TOO_LARGE";
-    case LEVELDB_BLOOM_ERR_OUT_OF_MEMORY: return "ERR_OUT_OF_MEMORY";
-    default: return "UNDOCUMENTED STATUS";
-  }
-}
 
 // A status must be exactly `want`; ERR_PANIC (a caught Rust panic) never is.
 #define FUZZ_EXPECT_STATUS(got, want, ...)                                          \
@@ -201,53 +176,23 @@ struct KeySet {
 // Policies.
 // ---------------------------------------------------------------------------------------
 
-struct RustPolicy {
-  explicit RustPolicy(int bpk) : p(leveldb_bloom_policy_create(bpk)) {}
-  ~RustPolicy() { leveldb_bloom_policy_destroy(p); }
-  RustPolicy(const RustPolicy&) = delete;
-  RustPolicy& operator=(const RustPolicy&) = delete;
-  leveldb_bloom_policy* p;
-};
+using support::RustPolicy;
 
 // LevelDB's own policy for `bpk` (only for bpk >= 0: LevelDB's behaviour is undefined
 // below). Cached: a policy is immutable.
 inline const leveldb::FilterPolicy* leveldb_policy(int bpk) {
-  static std::vector<std::unique_ptr<const leveldb::FilterPolicy>> small(256);
   if (bpk < 0) fail("leveldb_policy(%d): LevelDB is undefined for negative bits per key", bpk);
-  if (bpk < 256) {
-    auto& slot = small[static_cast<size_t>(bpk)];
-    if (!slot) slot.reset(leveldb::NewBloomFilterPolicy(bpk));
-    return slot.get();
-  }
-  static std::unique_ptr<const leveldb::FilterPolicy> big;
-  static int big_bpk = -1;
-  if (big_bpk != bpk) {
-    big.reset(leveldb::NewBloomFilterPolicy(bpk));
-    big_bpk = bpk;
-  }
-  return big.get();
+  return support::leveldb_policy(bpk);
 }
 
 // The oracle must be LevelDB's own Bloom policy, not leveldb-bloom's drop-in or anything
 // else linked ahead of libleveldb.a (checked once at start-up).
 inline void check_oracle() {
-  std::unique_ptr<const leveldb::FilterPolicy> p(leveldb::NewBloomFilterPolicy(10));
-  const leveldb::FilterPolicy& policy = *p;
-  const char* type = typeid(policy).name();
-  if (std::strcmp(type, "N7leveldb12_GLOBAL__N_117BloomFilterPolicyE") != 0) {
-    fail("the LevelDB oracle is not LevelDB's Bloom policy (type %s)", type);
-  }
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&leveldb::NewBloomFilterPolicy), &info) != 0 &&
-      info.dli_fname != nullptr && std::strstr(info.dli_fname, "leveldb_bloom") != nullptr) {
-    fail("leveldb::NewBloomFilterPolicy comes from %s, not LevelDB", info.dli_fname);
-  }
-  if (std::strcmp(leveldb_bloom_version(), LEVELDB_BLOOM_VERSION) != 0) {
-    fail("header %s but library %s", LEVELDB_BLOOM_VERSION, leveldb_bloom_version());
-  }
+  const std::string problem = support::oracle_problem(support::LevelDBLink::kEither);
+  if (!problem.empty()) fail("%s", problem.c_str());
 }
 
-// Known findings (fuzz/README.md) that a harness can be told to step around, so that a long
+// Known findings (cpp_tests/fuzz/README.md) that a harness can be told to step around, so that a long
 // run looks for other bugs until they are fixed: LEVELDB_BLOOM_FUZZ_SKIP_KNOWN is a
 // comma-separated list of their names, or "all". Unset, every check runs.
 inline bool skip_known(const char* name) {
@@ -260,5 +205,11 @@ inline bool skip_known(const char* name) {
 }
 
 }  // namespace fuzz
+
+// Every harness checks its oracle before the first input.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  fuzz::check_oracle();
+  return 0;
+}
 
 #endif  // LEVELDB_BLOOM_FUZZ_COMMON_H_

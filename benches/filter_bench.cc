@@ -28,7 +28,7 @@
 #include <leveldb/filter_policy.h>
 #include <leveldb/slice.h>
 
-#include "bench_common.h"
+#include "bench.h"
 #include "leveldb_bloom.h"
 
 static_assert(sizeof(leveldb::Slice) == sizeof(leveldb_bloom_slice),
@@ -615,28 +615,14 @@ void Usage() {
 int main(int argc, char** argv) {
   Config cfg;
   bool reps_set = false, keys_set = false, min_set = false;
-  for (int i = 1; i < argc; i++) {
-    std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        Usage();
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--quick") cfg.quick = true;
-    else if (a == "--csv") cfg.csv = value();
-    else if (a == "--reps") cfg.reps = std::atoi(value()), reps_set = true;
-    else if (a == "--min-ms") cfg.min_ms = std::atof(value()), min_set = true;
-    else if (a == "--keys") cfg.keys_total = std::strtoull(value(), nullptr, 10), keys_set = true;
-    else if (a == "--help" || a == "-h") {
-      Usage();
-      return 0;
-    } else {
-      Usage();
-      return 2;
-    }
-  }
+  support::parse_args(argc, argv, Usage, [&](const std::string& a, auto value) {
+    if (a == "--quick") return cfg.quick = true, true;
+    if (a == "--csv") return cfg.csv = value(), true;
+    if (a == "--reps") return cfg.reps = std::atoi(value()), reps_set = true, true;
+    if (a == "--min-ms") return cfg.min_ms = std::atof(value()), min_set = true, true;
+    if (a == "--keys") return cfg.keys_total = std::strtoull(value(), nullptr, 10), keys_set = true, true;
+    return false;
+  });
   if (cfg.quick) {
     cfg.key_lens = {8, 24};
     cfg.keys_per_filter = {10, 100, 3000};

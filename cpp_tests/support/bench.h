@@ -1,7 +1,8 @@
-// Shared helpers of the two benchmark programs: the machine header, the check that each
-// symbol comes from the library it must come from, peak memory, a fast PRNG, a sink.
-#ifndef LEVELDB_BLOOM_BENCH_COMMON_H
-#define LEVELDB_BLOOM_BENCH_COMMON_H
+// The benchmarks' part of the test-support library (benches/*.cc): the machine header, the
+// check that each symbol comes from the library it must come from, timing, peak memory, a
+// sink. Keys, arguments and library lookups come from support.h.
+#ifndef LEVELDB_BLOOM_CPP_TESTS_SUPPORT_BENCH_H_
+#define LEVELDB_BLOOM_CPP_TESTS_SUPPORT_BENCH_H_
 
 #include <dlfcn.h>
 #include <sys/resource.h>
@@ -20,10 +21,7 @@
 #include <leveldb/filter_policy.h>
 
 #include "leveldb_bloom.h"
-
-// Exported by libleveldb_bloom_dropin.so (dropin/src/lib.rs): the drop-in's
-// `const leveldb::FilterPolicy*`, released with delete.
-extern "C" const void* leveldb_bloom_dropin_filter_policy_create(int bits_per_key);
+#include "support.h"
 
 namespace bench {
 
@@ -47,30 +45,7 @@ inline uint64_t NowNs() {
                                    .count());
 }
 
-// splitmix64: deterministic pseudo-random bytes, fast enough for hundreds of MB.
-struct Rng {
-  uint64_t s;
-  explicit Rng(uint64_t seed) : s(seed) {}
-  uint64_t Next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  uint64_t Below(uint64_t n) { return Next() % n; }  // bias irrelevant here
-  void Fill(char* p, size_t n) {
-    while (n >= 8) {
-      uint64_t v = Next();
-      std::memcpy(p, &v, 8);
-      p += 8;
-      n -= 8;
-    }
-    if (n > 0) {
-      uint64_t v = Next();
-      std::memcpy(p, &v, n);
-    }
-  }
-};
+using support::Rng;
 
 template <typename T>
 void Shuffle(T* a, size_t n, Rng& rng) {
@@ -134,13 +109,6 @@ inline void PrintMachine(const char* program) {
   );
 }
 
-// The shared object that defines the code or data at `addr` ("?" when none).
-inline std::string LibraryOf(const void* addr) {
-  Dl_info info;
-  if (addr == nullptr || dladdr(addr, &info) == 0 || info.dli_fname == nullptr) return "?";
-  return info.dli_fname;
-}
-
 inline bool Contains(const std::string& s, const char* part) {
   return s.find(part) != std::string::npos;
 }
@@ -148,7 +116,7 @@ inline bool Contains(const std::string& s, const char* part) {
 // Aborts unless `addr` lives in a library whose path contains `want` and not `not_want`.
 inline void ExpectFrom(const char* what, const void* addr, const char* want,
                        const char* not_want, bool print) {
-  std::string lib = LibraryOf(addr);
+  std::string lib = support::library_of(addr);
   if (!Contains(lib, want) || (not_want != nullptr && Contains(lib, not_want))) {
     Fail("%s comes from %s, expected %s (link libleveldb before the drop-in, and link the "
          "drop-in, not libleveldb_bloom.so)",
@@ -209,4 +177,4 @@ inline double PeakRssMiB() {
 
 }  // namespace bench
 
-#endif  // LEVELDB_BLOOM_BENCH_COMMON_H
+#endif  // LEVELDB_BLOOM_CPP_TESTS_SUPPORT_BENCH_H_

@@ -1,0 +1,262 @@
+// The C++ test-support library, shared by the GoogleTest harness (cpp_tests/*_test.cc, through
+// harness.h), the fuzzers (cpp_tests/fuzz/) and the benchmarks (benches/, through bench.h).
+// Header-only and free of any test framework: what fails here says so in a return value, and
+// each user reports it its own way (a gtest failure, a fuzzer crash, a benchmark abort).
+//
+// Nothing here encodes an expected result: every comparison is against the real LevelDB
+// linked into the same program, and oracle_problem() checks that it really is LevelDB.
+#ifndef LEVELDB_BLOOM_CPP_TESTS_SUPPORT_H_
+#define LEVELDB_BLOOM_CPP_TESTS_SUPPORT_H_
+
+#include <dlfcn.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+#include <leveldb/filter_policy.h>
+
+#include "leveldb_bloom.h"
+
+// Exported by the drop-in library (dropin/src/lib.rs): the drop-in's
+// `const leveldb::FilterPolicy*`, released with delete. Only programs that link the drop-in
+// may call it.
+extern "C" const void* leveldb_bloom_dropin_filter_policy_create(int bits_per_key);
+
+namespace support {
+
+// ---------------------------------------------------------------------------------------
+// Bytes as text.
+// ---------------------------------------------------------------------------------------
+
+// Lower-case hex of `len` bytes, cut after `max` bytes with a note of the full length.
+inline std::string hex(const void* data, size_t len, size_t max = SIZE_MAX) {
+  static const char kDigits[] = "0123456789abcdef";
+  const auto* p = static_cast<const uint8_t*>(data);
+  std::string s;
+  s.reserve(2 * (len < max ? len : max));
+  for (size_t i = 0; i < len && i < max; i++) {
+    s += kDigits[p[i] >> 4];
+    s += kDigits[p[i] & 15];
+  }
+  if (len > max) s += "...(" + std::to_string(len) + " bytes)";
+  return s;
+}
+inline std::string hex(const std::string& s, size_t max = SIZE_MAX) {
+  return hex(s.data(), s.size(), max);
+}
+
+// The name of a leveldb_bloom_status value, for failure messages.
+inline const char* status_name(int status) {
+  switch (status) {
+    case LEVELDB_BLOOM_OK: return "OK";
+    case LEVELDB_BLOOM_ERR_NULL_ARGUMENT: return "ERR_NULL_ARGUMENT";
+    case LEVELDB_BLOOM_ERR_INVALID_ARGUMENT: return "ERR_INVALID_ARGUMENT";
+    case LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL: return "ERR_BUFFER_TOO_SMALL";
+    case LEVELDB_BLOOM_ERR_OFFSET_BACKWARDS: return "ERR_OFFSET_BACKWARDS";
+    case LEVELDB_BLOOM_ERR_ALREADY_FINISHED: return "ERR_ALREADY_FINISHED";
+    case LEVELDB_BLOOM_ERR_PANIC: return "ERR_PANIC";
+    case LEVELDB_BLOOM_ERR_TOO_LARGE: return "ERR_TOO_LARGE";
+    case LEVELDB_BLOOM_ERR_OUT_OF_MEMORY: return "ERR_OUT_OF_MEMORY";
+    default: return "UNDOCUMENTED STATUS";
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Settings and arguments.
+// ---------------------------------------------------------------------------------------
+
+// Parses an unsigned integer (decimal, or hex with 0x) from the environment variable
+// `name`; returns `dflt` if it is unset or empty. A malformed value aborts the program:
+// silently ignoring it would hide a typo.
+inline uint64_t env_count(const char* name, uint64_t dflt) {
+  const char* s = std::getenv(name);
+  if (s == nullptr || *s == '\0') return dflt;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(s, &end, 0);
+  if (end == s || *end != '\0' || *s == '-') {
+    std::fprintf(stderr, "%s=%s is not an unsigned integer\n", name, s);
+    std::abort();
+  }
+  return static_cast<uint64_t>(v);
+}
+
+// A command line of flags and `--name value` options. `on(arg, value)` handles one argument
+// (calling `value()` for its value) and returns false for one it does not know. --help and
+// -h print the usage and exit 0; an unknown argument, or a missing value, prints it and
+// exits 2.
+template <typename On>
+void parse_args(int argc, char** argv, void (*usage)(), On on) {
+  for (int i = 1; i < argc; i++) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        usage();
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      usage();
+      std::exit(0);
+    }
+    if (!on(arg, value)) {
+      usage();
+      std::exit(2);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Keys.
+// ---------------------------------------------------------------------------------------
+
+// splitmix64: deterministic pseudo-random numbers and bytes, fast enough for hundreds of MB.
+struct Rng {
+  uint64_t s;
+  explicit Rng(uint64_t seed) : s(seed) {}
+  uint64_t Next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint64_t Below(uint64_t n) { return Next() % n; }  // bias irrelevant here
+  void Fill(char* p, size_t n) {
+    while (n >= 8) {
+      uint64_t v = Next();
+      std::memcpy(p, &v, 8);
+      p += 8;
+      n -= 8;
+    }
+    if (n > 0) {
+      uint64_t v = Next();
+      std::memcpy(p, &v, n);
+    }
+  }
+};
+
+// A key of 0..max_len arbitrary bytes (NUL and bytes >= 0x80 included). A quarter of the
+// keys are at most 8 bytes long, so that every length of the hash's 1-3 byte tail and the
+// empty key come up often.
+inline std::string random_key(std::mt19937_64& rng, size_t max_len) {
+  size_t len_max = max_len;
+  if (rng() % 4 == 0 && len_max > 8) len_max = 8;
+  const size_t len = static_cast<size_t>(rng() % (static_cast<uint64_t>(len_max) + 1));
+  std::string key(len, '\0');
+  uint64_t bits = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (i % 8 == 0) bits = rng();
+    key[i] = static_cast<char>(static_cast<unsigned char>(bits & 0xff));
+    bits >>= 8;
+  }
+  return key;
+}
+
+// ---------------------------------------------------------------------------------------
+// Policies: LevelDB's, the C API's, the drop-in's.
+// ---------------------------------------------------------------------------------------
+
+// Unique ownership of a leveldb_bloom_policy* (the C API).
+struct RustPolicy {
+  explicit RustPolicy(int bits_per_key) : p(leveldb_bloom_policy_create(bits_per_key)) {}
+  explicit RustPolicy(leveldb_bloom_policy* policy) : p(policy) {}
+  ~RustPolicy() { leveldb_bloom_policy_destroy(p); }
+  RustPolicy(const RustPolicy&) = delete;
+  RustPolicy& operator=(const RustPolicy&) = delete;
+  RustPolicy(RustPolicy&& o) noexcept : p(o.p) { o.p = nullptr; }
+  RustPolicy& operator=(RustPolicy&& o) noexcept {
+    if (this != &o) {
+      leveldb_bloom_policy_destroy(p);
+      p = o.p;
+      o.p = nullptr;
+    }
+    return *this;
+  }
+  leveldb_bloom_policy* get() const { return p; }
+  // Gives up ownership (e.g. to LevelDB's leveldb_filterpolicy_create wrapper).
+  leveldb_bloom_policy* release() {
+    leveldb_bloom_policy* r = p;
+    p = nullptr;
+    return r;
+  }
+
+  leveldb_bloom_policy* p;
+};
+
+// LevelDB's own Bloom policy for `bits_per_key` >= 0 (LevelDB's behaviour is undefined
+// below; NULL then). Cached per process: a policy is immutable.
+inline const leveldb::FilterPolicy* leveldb_policy(int bits_per_key) {
+  if (bits_per_key < 0) return nullptr;
+  static std::vector<std::unique_ptr<const leveldb::FilterPolicy>> small(256);
+  if (bits_per_key < 256) {
+    auto& slot = small[static_cast<size_t>(bits_per_key)];
+    if (!slot) slot.reset(leveldb::NewBloomFilterPolicy(bits_per_key));
+    return slot.get();
+  }
+  static std::unique_ptr<const leveldb::FilterPolicy> big;
+  static int big_bits_per_key = -1;
+  if (big_bits_per_key != bits_per_key) {
+    big.reset(leveldb::NewBloomFilterPolicy(bits_per_key));
+    big_bits_per_key = bits_per_key;
+  }
+  return big.get();
+}
+
+// The drop-in's own policy object (for programs that link the drop-in after LevelDB).
+inline std::unique_ptr<const leveldb::FilterPolicy> dropin_policy(int bits_per_key) {
+  return std::unique_ptr<const leveldb::FilterPolicy>(static_cast<const leveldb::FilterPolicy*>(
+      leveldb_bloom_dropin_filter_policy_create(bits_per_key)));
+}
+
+// The shared object that defines the code or data at `addr` ("?" when none: the executable
+// itself, for a static archive).
+inline std::string library_of(const void* addr) {
+  Dl_info info;
+  if (addr == nullptr || dladdr(addr, &info) == 0 || info.dli_fname == nullptr) return "?";
+  return info.dli_fname;
+}
+
+// Where LevelDB is linked from.
+enum class LevelDBLink { kSharedLibrary, kStaticArchive, kEither };
+
+// Why LevelDB's policy is not the oracle it must be, or "" when it is: a definition of
+// leveldb::NewBloomFilterPolicy linked ahead of LevelDB (an interposer such as the drop-in)
+// would replace it for C and C++ callers alike and make every comparison Rust against Rust.
+// Also checks that the header and the library are the same version.
+inline std::string oracle_problem(LevelDBLink link) {
+  std::unique_ptr<const leveldb::FilterPolicy> p(leveldb::NewBloomFilterPolicy(10));
+  const leveldb::FilterPolicy& policy = *p;
+  const std::string type = typeid(policy).name();
+  if (type != "N7leveldb12_GLOBAL__N_117BloomFilterPolicyE") {
+    return "the oracle's policy is not LevelDB's Bloom policy (type " + type + ")";
+  }
+  const std::string where =
+      library_of(reinterpret_cast<const void*>(&leveldb::NewBloomFilterPolicy));
+  if (where.find("leveldb_bloom") != std::string::npos) {
+    return "leveldb::NewBloomFilterPolicy comes from " + where + ", not LevelDB";
+  }
+  // Linked from the static archive, the definition is in the executable itself.
+  const bool in_shared_leveldb = where.find("libleveldb.so") != std::string::npos;
+  if (link != LevelDBLink::kEither &&
+      in_shared_leveldb != (link == LevelDBLink::kSharedLibrary)) {
+    return "leveldb::NewBloomFilterPolicy comes from " + where + ", not the expected " +
+           (link == LevelDBLink::kSharedLibrary ? "libleveldb.so" : "static archive");
+  }
+  if (std::strcmp(leveldb_bloom_version(), LEVELDB_BLOOM_VERSION) != 0) {
+    return std::string("header ") + LEVELDB_BLOOM_VERSION + " but library " +
+           leveldb_bloom_version();
+  }
+  return "";
+}
+
+}  // namespace support
+
+#endif  // LEVELDB_BLOOM_CPP_TESTS_SUPPORT_H_
