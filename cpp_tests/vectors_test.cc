@@ -41,24 +41,13 @@ const int kBitsPerKey[] = {0, 1, 10, 16, 100};
 
 // A fixed pseudo-random stream (splitmix64), so the vectors never depend on
 // the standard library or on the harness's seed.
-struct SplitMix64 {
-  uint64_t state;
-  explicit SplitMix64(uint64_t seed) : state(seed) {}
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-};
+using SplitMix64 = support::Rng;
 
-// A key of 0..40 arbitrary bytes; a quarter of them at most 8 bytes long, so
-// that every length of the hash's 1-3 byte tail and the empty key come up.
 std::string RandomKey(SplitMix64& rng) {
-  const uint64_t max_len = rng.next() % 4 == 0 ? 8 : 40;
-  const size_t len = static_cast<size_t>(rng.next() % (max_len + 1));
+  const uint64_t max_len = rng.Next() % 4 == 0 ? 8 : 40;
+  const size_t len = static_cast<size_t>(rng.Next() % (max_len + 1));
   std::string key(len, '\0');
-  for (size_t i = 0; i < len; i++) key[i] = static_cast<char>(rng.next() & 0xff);
+  for (size_t i = 0; i < len; i++) key[i] = static_cast<char>(rng.Next() & 0xff);
   return key;
 }
 

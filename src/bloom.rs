@@ -120,20 +120,7 @@ impl FilterFormat for BloomPolicy {
             .ok_or(Error::TooLarge)
     }
 
-    /// See [`key_may_match`]: the filter's own `k` is used, not the policy's.
-    fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
-        key_may_match(key, filter)
-    }
-
-    /// See [`keys_may_match`].
-    fn keys_may_match<'k>(
-        &self,
-        keys: impl IntoIterator<Item = &'k [u8]>,
-        filter: &[u8],
-        results: &mut [bool],
-    ) {
-        keys_may_match(keys, filter, results)
-    }
+    crate::filter::queries_by_module_functions!();
 }
 
 impl WriteFilter for BloomPolicy {

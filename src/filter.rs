@@ -24,6 +24,29 @@ pub(crate) mod sealed {
     }
 }
 
+/// The two query methods of a [`FilterFormat`] impl, as the module's free functions
+/// `key_may_match(key, filter)` and `keys_may_match(keys, filter, results)`.
+macro_rules! queries_by_module_functions {
+    () => {
+        /// See the module's [`key_may_match`].
+        #[inline]
+        fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
+            key_may_match(key, filter)
+        }
+
+        /// See the module's [`keys_may_match`].
+        fn keys_may_match<'k>(
+            &self,
+            keys: impl IntoIterator<Item = &'k [u8]>,
+            filter: &[u8],
+            results: &mut [bool],
+        ) {
+            keys_may_match(keys, filter, results)
+        }
+    };
+}
+pub(crate) use queries_by_module_functions;
+
 /// A filter format: how long a filter for `n` keys is, how it is built, how it answers.
 ///
 /// ```

@@ -5,28 +5,15 @@
 //! as a filter are answered without a panic, exactly as LevelDB answers when they are not a
 //! compact filter. (No false negatives: `tests/no_false_negatives.rs`.)
 
+mod common;
+
+use common::keys_with_duplicates;
 use leveldb_bloom::FilterFormat;
 use std::ffi::c_char;
 
 use leveldb_bloom::ffi::*;
 use leveldb_bloom::{BloomPolicy, CompactPolicy, FilterPolicy, compact};
 use proptest::prelude::*;
-
-/// 0..400 keys of 0..64 arbitrary bytes, some of them copies of others.
-fn keys_with_duplicates() -> impl Strategy<Value = Vec<Vec<u8>>> {
-    let key = prop::collection::vec(any::<u8>(), 0..64);
-    let copies = prop::collection::vec(any::<(prop::sample::Index, prop::sample::Index)>(), 0..40);
-    (prop::collection::vec(key, 0..400), copies).prop_map(|(mut keys, copies)| {
-        if !keys.is_empty() {
-            for (from, to) in copies {
-                let copy = keys[from.index(keys.len())].clone();
-                let to = to.index(keys.len());
-                keys[to] = copy;
-            }
-        }
-        keys
-    })
-}
 
 /// A compact policy's bits per key: every whole number from 0 to 32, and fractions.
 fn bits_per_key() -> impl Strategy<Value = f64> {

@@ -6,6 +6,9 @@
 //! drop-in's C++ object calls the same C API; the C++ interop tests check it finds every key
 //! of real databases.)
 
+mod common;
+
+use common::keys_with_duplicates;
 use leveldb_bloom::FilterFormat;
 use std::ffi::{c_char, c_void};
 use std::ptr::null;
@@ -71,22 +74,6 @@ proptest! {
             checked?;
         }
     }
-}
-
-/// 0..400 keys of 0..64 arbitrary bytes, some of them copies of others.
-fn keys_with_duplicates() -> impl Strategy<Value = Vec<Vec<u8>>> {
-    let key = prop::collection::vec(any::<u8>(), 0..64);
-    let copies = prop::collection::vec(any::<(prop::sample::Index, prop::sample::Index)>(), 0..40);
-    (prop::collection::vec(key, 0..400), copies).prop_map(|(mut keys, copies)| {
-        if !keys.is_empty() {
-            for (from, to) in copies {
-                let copy = keys[from.index(keys.len())].clone();
-                let to = to.index(keys.len());
-                keys[to] = copy;
-            }
-        }
-        keys
-    })
 }
 
 /// A compact policy's bits per key: every whole number from 0 to 32, and fractions.

@@ -157,20 +157,7 @@ impl FilterFormat for CompactPolicy {
             .ok_or(Error::TooLarge)
     }
 
-    /// See [`key_may_match`].
-    fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
-        key_may_match(key, filter)
-    }
-
-    /// See [`keys_may_match`].
-    fn keys_may_match<'k>(
-        &self,
-        keys: impl IntoIterator<Item = &'k [u8]>,
-        filter: &[u8],
-        results: &mut [bool],
-    ) {
-        keys_may_match(keys, filter, results)
-    }
+    crate::filter::queries_by_module_functions!();
 }
 
 /// The bits per key above `log2(1 / fp)` that compact filters of 50 to 200 keys spend

@@ -42,6 +42,20 @@ pub mod panic_injection {
     }
 }
 
+/// Destroys the object a `_create` function made with `Box::into_raw`; NULL is a no-op. A
+/// panic in its destructor leaks it rather than unwind into C.
+///
+/// # Safety
+/// `ptr` is NULL, or came from `Box::into_raw` and is not used again by anyone.
+pub(crate) unsafe fn destroy<T>(ptr: *mut T) {
+    guard((), || {
+        if !ptr.is_null() {
+            // SAFETY: the caller passes ownership of an object made by `Box::into_raw`.
+            drop(unsafe { Box::from_raw(ptr) });
+        }
+    })
+}
+
 /// Runs `body` as an entry point that returns a status code.
 pub(crate) fn guard_status(body: impl FnOnce() -> FfiResult<()>) -> libc::c_int {
     guard(LEVELDB_BLOOM_ERR_PANIC as libc::c_int, || match body() {

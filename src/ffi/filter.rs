@@ -34,16 +34,12 @@ pub unsafe extern "C" fn leveldb_bloom_create_filter(
     out_cap: usize,
     out_len: *mut usize,
 ) -> c_int {
-    guard_status(|| {
-        // SAFETY: the caller guarantees `out_len` is NULL or writable.
-        let out_len = unsafe { try_mut(out_len) }?;
-        *out_len = 0;
-        // SAFETY: the caller's guarantees for `policy`, `keys` and `key_lens`.
-        let (policy, keys) =
-            unsafe { (try_ref(policy)?, KeyArray::split(keys, key_lens, num_keys)?) };
-        // SAFETY: the caller guarantees `out_cap` writable bytes at a non-NULL `out`.
-        unsafe { create_filter(policy, keys, out, out_cap, out_len) }
-    })
+    // SAFETY: the caller's guarantees for every pointer, forwarded.
+    unsafe {
+        create_filter(policy, out, out_cap, out_len, || {
+            KeyArray::split(keys, key_lens, num_keys)
+        })
+    }
 }
 
 /// Like `leveldb_bloom_create_filter`, with the keys given as `num_keys` slices (pointer and
@@ -62,23 +58,43 @@ pub unsafe extern "C" fn leveldb_bloom_create_filter_slices(
     out_cap: usize,
     out_len: *mut usize,
 ) -> c_int {
+    // SAFETY: the caller's guarantees for every pointer, forwarded.
+    unsafe {
+        create_filter(policy, out, out_cap, out_len, || {
+            KeyArray::slices(keys, num_keys)
+        })
+    }
+}
+
+/// The two create calls, whose keys `keys` checks and reads: `*out_len` cleared, the size
+/// the caller must provide, then the build into `out`.
+///
+/// # Safety
+/// `policy` is NULL or a live policy; a non-NULL `out` points to `out_cap` writable bytes;
+/// `out_len` is NULL or writable; `keys` is safe to call.
+unsafe fn create_filter<'k>(
+    policy: *const leveldb_bloom_policy,
+    out: *mut u8,
+    out_cap: usize,
+    out_len: *mut usize,
+    keys: impl FnOnce() -> FfiResult<KeyArray<'k>>,
+) -> c_int {
     guard_status(|| {
         // SAFETY: the caller guarantees `out_len` is NULL or writable.
         let out_len = unsafe { try_mut(out_len) }?;
         *out_len = 0;
-        // SAFETY: the caller's guarantees for `policy` and `keys`.
-        let (policy, keys) = unsafe { (try_ref(policy)?, KeyArray::slices(keys, num_keys)?) };
+        // SAFETY: the caller guarantees NULL or a live policy.
+        let policy = unsafe { try_ref(policy) }?;
         // SAFETY: the caller guarantees `out_cap` writable bytes at a non-NULL `out`.
-        unsafe { create_filter(policy, keys, out, out_cap, out_len) }
+        unsafe { build_into(policy, keys()?, out, out_cap, out_len) }
     })
 }
 
-/// The shared end of the two create calls: the size the caller must provide, then the
-/// build into `out`.
+/// The size check, then the build into `out`.
 ///
 /// # Safety
 /// A non-NULL `out` points to `out_cap` writable bytes.
-unsafe fn create_filter(
+unsafe fn build_into(
     policy: &leveldb_bloom_policy,
     keys: KeyArray,
     out: *mut u8,

@@ -3,7 +3,7 @@
 use std::ffi::{c_char, c_int};
 
 use super::boundary::try_slice;
-use super::boundary::{FfiResult, KeyArray, guard, guard_query, guard_status};
+use super::boundary::{FfiResult, KeyArray, destroy, guard, guard_query, guard_status};
 use super::boundary::{results_may_match_on_error, try_filter, try_mut, try_ref, try_results};
 use super::policy::leveldb_bloom_policy;
 use crate::error::Error;
@@ -137,12 +137,8 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_finish(
 pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_destroy(
     builder: *mut leveldb_bloom_filter_block_builder,
 ) {
-    guard((), || {
-        if !builder.is_null() {
-            // SAFETY: the caller passes ownership of a builder made by `Box::into_raw`.
-            drop(unsafe { Box::from_raw(builder) });
-        }
-    })
+    // SAFETY: the caller passes ownership of a builder made by `Box::into_raw` (or NULL).
+    unsafe { destroy(builder) }
 }
 
 /// Whether `key` may be in the data block at `block_offset` of the table whose filter

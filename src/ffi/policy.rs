@@ -2,7 +2,7 @@
 
 use std::ffi::{CStr, c_char, c_int};
 
-use super::boundary::{FfiResult, KeyArray, guard, try_ref};
+use super::boundary::{FfiResult, KeyArray, destroy, guard, try_ref};
 use crate::bloom::BloomPolicy;
 use crate::compact::CompactPolicy;
 use crate::filter::FilterFormat;
@@ -163,12 +163,8 @@ pub unsafe extern "C" fn leveldb_bloom_policy_bits_per_key(
 /// no other thread is using it, and it is not owned by a LevelDB filter policy.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn leveldb_bloom_policy_destroy(policy: *mut leveldb_bloom_policy) {
-    guard((), || {
-        if !policy.is_null() {
-            // SAFETY: the caller passes ownership of a policy made by `Box::into_raw`.
-            drop(unsafe { Box::from_raw(policy) });
-        }
-    })
+    // SAFETY: the caller passes ownership of a policy made by `Box::into_raw` (or NULL).
+    unsafe { destroy(policy) }
 }
 
 /// The policy's name, `"leveldb.BuiltinBloomFilter2"`: a static string, valid for the life

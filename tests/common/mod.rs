@@ -1,5 +1,6 @@
-//! Helpers shared by the integration tests that need reproducible random inputs without a
-//! dependency.
+//! Helpers shared by the integration tests: reproducible random inputs without a
+//! dependency, and proptest strategies. (Not every test uses every helper.)
+#![allow(dead_code)]
 
 /// splitmix64: a fixed seed gives the same inputs on every run.
 pub struct Rng(pub u64);
@@ -39,4 +40,22 @@ impl Rng {
         let len = min + self.below(spread);
         self.bytes(len as usize)
     }
+}
+
+/// 0..400 keys of 0..64 arbitrary bytes, some of them copies of others.
+#[allow(dead_code)]
+pub fn keys_with_duplicates() -> impl proptest::strategy::Strategy<Value = Vec<Vec<u8>>> {
+    use proptest::prelude::*;
+    let key = prop::collection::vec(any::<u8>(), 0..64);
+    let copies = prop::collection::vec(any::<(prop::sample::Index, prop::sample::Index)>(), 0..40);
+    (prop::collection::vec(key, 0..400), copies).prop_map(|(mut keys, copies)| {
+        if !keys.is_empty() {
+            for (from, to) in copies {
+                let copy = keys[from.index(keys.len())].clone();
+                let to = to.index(keys.len());
+                keys[to] = copy;
+            }
+        }
+        keys
+    })
 }
