@@ -1,4 +1,4 @@
-// Test vectors from real LevelDB, for the language bindings (python/, examples/go/).
+// Test vectors from real LevelDB, for the language bindings (bindings/python/, bindings/go/).
 //
 // Computes, with LevelDB 1.23's own leveldb::NewBloomFilterPolicy (the shared
 // library linked into this binary), a fixed set of filters and query answers
