@@ -40,14 +40,12 @@
 #include "bench.h"
 #include "leveldb_bloom.h"
 
-static_assert(sizeof(leveldb::Slice) == sizeof(leveldb_bloom_slice),
-              "leveldb::Slice must be (data, size) to be passed as leveldb_bloom_slice");
-
 namespace {
 
 using bench::Fail;
 using bench::NowNs;
 using bench::Rng;
+using bench::Stat;
 
 enum Side { kLevelDB = 0, kCompact = 1, kNumSides = 2 };
 const char* const kSideName[kNumSides] = {"LevelDB", "compact"};
@@ -55,43 +53,20 @@ const char* const kSideName[kNumSides] = {"LevelDB", "compact"};
 enum Measure { kCreate = 0, kPresent = 1, kAbsent = 2, kNumMeasures = 3 };
 const char* const kMeasureName[kNumMeasures] = {"create", "present", "absent"};
 
-struct Config {
+struct Config : bench::CommonConfig {
   // (bits per key, key length) pairs, each with every keys-per-filter value.
   std::vector<int> bits_per_key{6, 8, 10, 12, 16};
   std::vector<int> keys_per_filter{10, 20, 50, 100, 200, 1000};
   int key_len = 16;
   int extra_key_len = 24;  // one more row set, at extra_bpk
   int extra_bpk = 10;
-  size_t keys_total = 100000;  // keys per cell for the timings (rounded down to whole filters)
-  int reps = 9;
-  double min_ms = 8.0;  // least time of one timed measurement (for the faster side)
   size_t fp_min_probes = 1000000;   // absent keys asked of each side, at least
   size_t fp_min_count = 2000;       // ... and until each side has this many false positives
   size_t fp_max_probes = 64000000;  // ... or this many probes
-  bool quick = false;
-  std::string csv;
 };
 
-struct Stat {
-  double median = 0, min = 0, max = 0;
-};
 
-Stat Summarize(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  Stat s;
-  size_t n = v.size();
-  s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  s.min = v.front();
-  s.max = v.back();
-  return s;
-}
 
-// LevelDB's filter length for n keys: max(n * bpk, 64) bits in whole bytes, plus the k byte.
-size_t BloomFilterBytes(size_t n, int bpk) {
-  size_t bits = n * static_cast<size_t>(bpk);
-  if (bits < 64) bits = 64;
-  return (bits + 7) / 8 + 1;
-}
 
 struct Policies {
   const leveldb::FilterPolicy* stock;  // LevelDB 1.23's own
@@ -119,11 +94,6 @@ struct Cell {
   std::vector<uint8_t> ref[kNumMeasures][kNumSides];  // first answers of each side
 };
 
-std::string CellName(const Cell& c) {
-  char b[96];
-  std::snprintf(b, sizeof b, "bpk %d, %d-byte keys, %d keys per filter", c.bpk, c.key_len, c.kpf);
-  return b;
-}
 
 void MakeCell(Cell* c, int key_len, int kpf, int bpk, size_t keys_total) {
   c->key_len = key_len;
@@ -146,14 +116,9 @@ void MakeCell(Cell* c, int key_len, int kpf, int bpk, size_t keys_total) {
 // query order (the key being looked up is at hand, its filter is wherever it is).
 void BuildSpread(const std::vector<char>& keys, const Cell& c, Rng& rng, std::vector<char>* qkeys,
                  std::vector<Query>* q) {
-  std::vector<uint32_t> perm(c.keys);
-  for (size_t i = 0; i < c.keys; i++) perm[i] = static_cast<uint32_t>(i);
-  bench::Shuffle(perm.data(), perm.size(), rng);
-  qkeys->assign(c.keys * c.key_len, 0);
+  const std::vector<uint32_t> perm = bench::SpreadKeys(keys, c.keys, c.key_len, rng, qkeys);
   q->resize(c.keys);
   for (size_t i = 0; i < c.keys; i++) {
-    std::memcpy(qkeys->data() + i * c.key_len, keys.data() + size_t{perm[i]} * c.key_len,
-                c.key_len);
     (*q)[i].key = qkeys->data() + i * c.key_len;
     (*q)[i].filter = static_cast<uint32_t>(perm[i] / c.kpf);
   }
@@ -190,7 +155,7 @@ uint64_t TimeCreate(const Policies& pol, Side side, const Cell& c, int passes, s
     }
     t1 = NowNs();
     if (bad != 0 || off != total) {
-      Fail("%s: compact create failed (status %d, %zu of %zu bytes)", CellName(c).c_str(), bad,
+      Fail("%s: compact create failed (status %d, %zu of %zu bytes)", bench::CellName(c.bpk, c.key_len, c.kpf).c_str(), bad,
            off, total);
     }
   } else {
@@ -205,7 +170,7 @@ uint64_t TimeCreate(const Policies& pol, Side side, const Cell& c, int passes, s
     }
     t1 = NowNs();
     if (out->size() != total) {
-      Fail("%s: LevelDB built %zu bytes, expected %zu", CellName(c).c_str(), out->size(), total);
+      Fail("%s: LevelDB built %zu bytes, expected %zu", bench::CellName(c.bpk, c.key_len, c.kpf).c_str(), out->size(), total);
     }
   }
   return t1 - t0;
@@ -253,7 +218,7 @@ void CheckSame(const Cell& c, const char* what, Side side, const uint8_t* ref, c
   if (std::memcmp(ref, got, len) == 0) return;
   size_t i = 0;
   while (ref[i] == got[i]) i++;
-  Fail("%s: %s: %s differs from its first run at index %zu: %u vs %u", CellName(c).c_str(), what,
+  Fail("%s: %s: %s differs from its first run at index %zu: %u vs %u", bench::CellName(c.bpk, c.key_len, c.kpf).c_str(), what,
        kSideName[side], i, got[i], ref[i]);
 }
 
@@ -261,7 +226,7 @@ void CheckAllPresent(const Cell& c, Side side, const uint8_t* res, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (!res[i]) {
       Fail("%s: %s answers \"certainly absent\" for present key %zu (a false negative)",
-           CellName(c).c_str(), kSideName[side], i);
+           bench::CellName(c.bpk, c.key_len, c.kpf).c_str(), kSideName[side], i);
     }
   }
 }
@@ -280,23 +245,23 @@ void CheckAnswers(const Cell& c, Measure m, Side side, const uint8_t* res) {
 // The filters just built: lengths as promised, and each compact filter as long as
 // leveldb_bloom_filter_len says and ending in a marker byte stock LevelDB passes over.
 void CheckLengths(const Cell& c, const Policies& pol) {
-  size_t want = BloomFilterBytes(c.kpf, c.bpk);
+  size_t want = bench::BloomFilterBytes(c.kpf, c.bpk);
   size_t api = leveldb_bloom_filter_len(pol.compact, c.kpf);
   if (c.bloom_bytes != want) {
-    Fail("%s: LevelDB's filter is %zu bytes, expected %zu", CellName(c).c_str(), c.bloom_bytes, want);
+    Fail("%s: LevelDB's filter is %zu bytes, expected %zu", bench::CellName(c.bpk, c.key_len, c.kpf).c_str(), c.bloom_bytes, want);
   }
   if (api != c.compact_bytes) {
     Fail("%s: leveldb_bloom_filter_len says %zu bytes, a compact filter is %zu",
-         CellName(c).c_str(), api, c.compact_bytes);
+         bench::CellName(c.bpk, c.key_len, c.kpf).c_str(), api, c.compact_bytes);
   }
   if (c.compact_bytes != c.bloom_bytes) {
     Fail("%s: compact filter %zu bytes, LevelDB's %zu: must be equal at integral bits per key",
-         CellName(c).c_str(), c.compact_bytes, c.bloom_bytes);
+         bench::CellName(c.bpk, c.key_len, c.kpf).c_str(), c.compact_bytes, c.bloom_bytes);
   }
   for (size_t f = 0; f < c.filters; f++) {
     uint8_t marker = c.compact[(f + 1) * c.compact_bytes - 1];
     if (marker < 32) {
-      Fail("%s: compact filter %zu ends in %u, not a marker byte (32..255)", CellName(c).c_str(),
+      Fail("%s: compact filter %zu ends in %u, not a marker byte (32..255)", bench::CellName(c.bpk, c.key_len, c.kpf).c_str(),
            f, marker);
     }
   }
@@ -314,7 +279,7 @@ void CheckCrossFormat(const Cell& c, const Policies& pol) {
       if (!pol.stock->KeyMayMatch(leveldb::Slice(x.key, klen),
                                   leveldb::Slice(reinterpret_cast<const char*>(cf), c.compact_bytes))) {
         Fail("%s: stock LevelDB answers \"absent\" for query %zu on a compact filter",
-             CellName(c).c_str(), i);
+             bench::CellName(c.bpk, c.key_len, c.kpf).c_str(), i);
       }
       const char* bf = c.bloom.data() + x.filter * c.bloom_bytes;
       bool stock = pol.stock->KeyMayMatch(leveldb::Slice(x.key, klen), leveldb::Slice(bf, c.bloom_bytes));
@@ -322,7 +287,7 @@ void CheckCrossFormat(const Cell& c, const Policies& pol) {
                                               reinterpret_cast<const uint8_t*>(bf), c.bloom_bytes);
       if (stock != ours) {
         Fail("%s: the compact policy answers %d for query %zu on LevelDB's Bloom filter, LevelDB %d",
-             CellName(c).c_str(), ours, i, stock);
+             bench::CellName(c.bpk, c.key_len, c.kpf).c_str(), ours, i, stock);
       }
     }
   }
@@ -393,12 +358,6 @@ struct Result {
   }
 };
 
-int PassesFor(double fastest_ns, const Config& cfg) {
-  double want = cfg.min_ms * 1e6;
-  if (fastest_ns <= 0) return 1;
-  int p = static_cast<int>(std::ceil(want / fastest_ns));
-  return std::max(1, std::min(p, 100000));
-}
 
 Result RunCell(Cell& c, const Config& cfg, const Policies& pol) {
   Result r;
@@ -408,16 +367,16 @@ Result RunCell(Cell& c, const Config& cfg, const Policies& pol) {
   std::vector<uint8_t> res(n);
 
   // --- Create: each side's first filters become its reference (and the query targets).
-  c.bloom_bytes = BloomFilterBytes(c.kpf, c.bpk);
+  c.bloom_bytes = bench::BloomFilterBytes(c.kpf, c.bpk);
   c.compact_bytes = leveldb_bloom_filter_len(pol.compact, c.kpf);
-  if (c.compact_bytes == 0) Fail("%s: leveldb_bloom_filter_len returned 0", CellName(c).c_str());
+  if (c.compact_bytes == 0) Fail("%s: leveldb_bloom_filter_len returned 0", bench::CellName(c.bpk, c.key_len, c.kpf).c_str());
   double warm[kNumSides];
   warm[kLevelDB] = TimeCreate(pol, kLevelDB, c, 1, &out, &buf);
   c.bloom = out;
   warm[kCompact] = TimeCreate(pol, kCompact, c, 1, &out, &buf);
   c.compact = buf;
   CheckLengths(c, pol);
-  r.passes[kCreate] = PassesFor(std::min(warm[0], warm[1]), cfg);
+  r.passes[kCreate] = bench::PassesFor(std::min(warm[0], warm[1]), cfg.min_ms);
 
   // --- Query sets (they index the reference filters, fixed from here on).
   Rng rng(0x5eed0000u + c.key_len * 1000003u + c.kpf * 101u + c.bpk);
@@ -435,7 +394,7 @@ Result RunCell(Cell& c, const Config& cfg, const Policies& pol) {
       w[s] = TimeQueries(pol, static_cast<Side>(s), c, *qsets[a], 1, c.ref[m][s].data());
       if (m == kPresent) CheckAllPresent(c, static_cast<Side>(s), c.ref[m][s].data(), n);
     }
-    r.passes[m] = PassesFor(std::min(w[0], w[1]), cfg);
+    r.passes[m] = bench::PassesFor(std::min(w[0], w[1]), cfg.min_ms);
   }
 
   // --- Repetitions: both sides once per measurement, their order alternating per repetition.
@@ -461,7 +420,7 @@ Result RunCell(Cell& c, const Config& cfg, const Policies& pol) {
     }
   }
   for (int m = 0; m < kNumMeasures; m++)
-    for (int s = 0; s < kNumSides; s++) r.t[m][s] = Summarize(t[m][s]);
+    for (int s = 0; s < kNumSides; s++) r.t[m][s] = bench::Summarize(t[m][s]);
 
   r.fp = MeasureFalsePositives(c, pol, cfg);
   return r;
@@ -689,14 +648,9 @@ std::vector<int> ParseList(const char* text) {
 
 int main(int argc, char** argv) {
   Config cfg;
-  bool reps_set = false, keys_set = false, min_set = false, probes_set = false,
-       count_set = false, max_set = false, bpk_set = false, kpf_set = false;
+  bool probes_set = false, count_set = false, max_set = false, bpk_set = false, kpf_set = false;
   support::parse_args(argc, argv, Usage, [&](const std::string& a, auto value) {
-    if (a == "--quick") return cfg.quick = true, true;
-    if (a == "--csv") return cfg.csv = value(), true;
-    if (a == "--reps") return cfg.reps = std::atoi(value()), reps_set = true, true;
-    if (a == "--min-ms") return cfg.min_ms = std::atof(value()), min_set = true, true;
-    if (a == "--keys") return cfg.keys_total = std::strtoull(value(), nullptr, 10), keys_set = true, true;
+    if (cfg.ParseCommon(a, value)) return true;
     if (a == "--fp-probes") return cfg.fp_min_probes = std::strtoull(value(), nullptr, 10), probes_set = true, true;
     if (a == "--fp-count") return cfg.fp_min_count = std::strtoull(value(), nullptr, 10), count_set = true, true;
     if (a == "--fp-max") return cfg.fp_max_probes = std::strtoull(value(), nullptr, 10), max_set = true, true;
@@ -707,9 +661,7 @@ int main(int argc, char** argv) {
   if (cfg.quick) {
     if (!bpk_set) cfg.bits_per_key = {6, 10, 16};
     if (!kpf_set) cfg.keys_per_filter = {10, 200, 1000};
-    if (!reps_set) cfg.reps = 1;
-    if (!min_set) cfg.min_ms = 0;
-    if (!keys_set) cfg.keys_total = 3000;
+    cfg.QuickDefaults();
     if (!probes_set) cfg.fp_min_probes = 20000;
     if (!count_set) cfg.fp_min_count = 0;
     if (!max_set) cfg.fp_max_probes = 20000;
@@ -741,12 +693,7 @@ int main(int argc, char** argv) {
       cfg.keys_total, cfg.reps, cfg.min_ms, cfg.fp_min_probes, cfg.fp_min_count,
       cfg.fp_max_probes);
 
-  FILE* csv = nullptr;
-  if (!cfg.csv.empty()) {
-    csv = std::fopen(cfg.csv.c_str(), "w");
-    if (csv == nullptr) Fail("cannot write %s", cfg.csv.c_str());
-    WriteCsvHeader(csv);
-  }
+  FILE* csv = bench::OpenCsv(cfg.csv, WriteCsvHeader);
 
   std::vector<Done> done;
   for (size_t b = 0; b < cfg.bits_per_key.size(); b++) {

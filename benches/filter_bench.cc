@@ -31,27 +31,20 @@
 #include "bench.h"
 #include "leveldb_bloom.h"
 
-static_assert(sizeof(leveldb::Slice) == sizeof(leveldb_bloom_slice),
-              "leveldb::Slice must be (data, size) to be passed as leveldb_bloom_slice");
-
 namespace {
 
 using bench::Fail;
 using bench::NowNs;
 using bench::Rng;
+using bench::Stat;
 
 enum Impl { kLevelDB = 0, kCApi = 1, kDropIn = 2, kNumImpls = 3 };
 const char* const kImplName[kNumImpls] = {"LevelDB", "C API", "drop-in"};
 
-struct Config {
+struct Config : bench::CommonConfig {
   std::vector<int> key_lens{8, 16, 24, 64, 256};
   std::vector<int> keys_per_filter{10, 30, 100, 1000, 100000};
   std::vector<int> bits_per_key{10, 16};
-  size_t keys_total = 100000;  // keys per cell (rounded down to whole filters)
-  int reps = 9;
-  double min_ms = 8.0;  // least time of one timed measurement (for the fastest side)
-  bool quick = false;
-  std::string csv;
 };
 
 struct Query {
@@ -91,19 +84,7 @@ struct Cell {
   std::vector<uint8_t> ref_present, ref_absent, ref_gpresent, ref_gabsent;  // LevelDB's answers
 };
 
-struct Stat {
-  double median = 0, min = 0, max = 0;
-};
 
-Stat Summarize(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  Stat s;
-  size_t n = v.size();
-  s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  s.min = v.front();
-  s.max = v.back();
-  return s;
-}
 
 // ---------------------------------------------------------------------------------------
 // Data.
@@ -139,26 +120,15 @@ void BuildGrouped(const std::vector<char>& keys, const Cell& c, Rng& rng, Groupe
 // query order (the key being looked up is at hand, the filter is wherever it is).
 void BuildSpread(const std::vector<char>& keys, const Cell& c, Rng& rng, std::vector<char>* qkeys,
                  std::vector<Query>* q) {
-  std::vector<uint32_t> perm(c.keys);
-  for (size_t i = 0; i < c.keys; i++) perm[i] = static_cast<uint32_t>(i);
-  bench::Shuffle(perm.data(), perm.size(), rng);
-  qkeys->assign(c.keys * c.key_len, 0);
+  const std::vector<uint32_t> perm = bench::SpreadKeys(keys, c.keys, c.key_len, rng, qkeys);
   q->resize(c.keys);
   for (size_t i = 0; i < c.keys; i++) {
-    std::memcpy(qkeys->data() + i * c.key_len, keys.data() + size_t{perm[i]} * c.key_len,
-                c.key_len);
     size_t f = perm[i] / c.kpf;
     (*q)[i].key = leveldb::Slice(qkeys->data() + i * c.key_len, c.key_len);
     (*q)[i].filter = leveldb::Slice(c.ref.data() + f * c.filter_bytes, c.filter_bytes);
   }
 }
 
-// LevelDB's filter length for n keys: max(n * bpk, 64) bits in whole bytes, plus the k byte.
-size_t FilterBytes(size_t n, int bpk) {
-  size_t bits = n * static_cast<size_t>(bpk);
-  if (bits < 64) bits = 64;
-  return (bits + 7) / 8 + 1;
-}
 
 // ---------------------------------------------------------------------------------------
 // The timed loops. Each runs `passes` times over the whole cell; buffers are sized before.
@@ -275,19 +245,14 @@ uint64_t TimeBatch(const Sides& s, const Grouped& g, int passes, uint8_t* res) {
 // Checks.
 // ---------------------------------------------------------------------------------------
 
-std::string CellName(const Cell& c) {
-  char b[96];
-  std::snprintf(b, sizeof b, "bpk %d, %d-byte keys, %d keys per filter", c.bpk, c.key_len, c.kpf);
-  return b;
-}
 
 void CheckFilters(const Cell& c, const char* who, const uint8_t* got, size_t len) {
-  if (len != c.ref.size()) Fail("%s: %s built %zu filter bytes, LevelDB %zu", CellName(c).c_str(), who, len, c.ref.size());
+  if (len != c.ref.size()) Fail("%s: %s built %zu filter bytes, LevelDB %zu", bench::CellName(c.bpk, c.key_len, c.kpf).c_str(), who, len, c.ref.size());
   if (std::memcmp(got, c.ref.data(), len) != 0) {
     size_t i = 0;
     while (got[i] == static_cast<uint8_t>(c.ref[i])) i++;
     Fail("%s: %s's filter bytes differ from LevelDB's at byte %zu (filter %zu): %02x vs %02x",
-         CellName(c).c_str(), who, i, i / c.filter_bytes, got[i],
+         bench::CellName(c.bpk, c.key_len, c.kpf).c_str(), who, i, i / c.filter_bytes, got[i],
          static_cast<uint8_t>(c.ref[i]));
   }
 }
@@ -296,7 +261,7 @@ void CheckAnswers(const Cell& c, const char* what, const char* who,
                   const std::vector<uint8_t>& ref, const uint8_t* got) {
   for (size_t i = 0; i < ref.size(); i++) {
     if ((got[i] != 0) != (ref[i] != 0)) {
-      Fail("%s: %s: %s answers %d for query %zu, LevelDB %d", CellName(c).c_str(), what, who,
+      Fail("%s: %s: %s answers %d for query %zu, LevelDB %d", bench::CellName(c.bpk, c.key_len, c.kpf).c_str(), what, who,
            got[i], i, ref[i]);
     }
   }
@@ -325,12 +290,6 @@ struct Result {
   int passes[kNumPerSide + 2] = {};
 };
 
-int PassesFor(double fastest_ns, const Config& cfg) {
-  double want = cfg.min_ms * 1e6;
-  if (fastest_ns <= 0) return 1;
-  int p = static_cast<int>(std::ceil(want / fastest_ns));
-  return std::max(1, std::min(p, 100000));
-}
 
 Result RunCell(Cell& c, const Config& cfg, const Sides& s) {
   Result r;
@@ -349,7 +308,7 @@ Result RunCell(Cell& c, const Config& cfg, const Sides& s) {
     warm[kDropIn] = TimeCreate(s, kDropIn, c, 1, &out, &buf);
     CheckFilters(c, "drop-in", reinterpret_cast<const uint8_t*>(out.data()), out.size());
   }
-  r.passes[kCreate] = PassesFor(*std::min_element(warm, warm + kNumImpls), cfg);
+  r.passes[kCreate] = bench::PassesFor(*std::min_element(warm, warm + kNumImpls), cfg.min_ms);
 
   // --- Query sets (they point into c.ref, fixed from here on).
   Rng rng(0x5eed0000u + c.key_len * 1000003u + c.kpf * 101u + c.bpk);
@@ -369,10 +328,10 @@ Result RunCell(Cell& c, const Config& cfg, const Sides& s) {
       w[impl] = TimeQueries(s, impl, *qsets[a], 1, res.data());
       CheckAnswers(c, kMeasureName[kPresent + a], kImplName[impl], *qrefs[a], res.data());
     }
-    r.passes[kPresent + a] = PassesFor(*std::min_element(w, w + kNumImpls), cfg);
+    r.passes[kPresent + a] = bench::PassesFor(*std::min_element(w, w + kNumImpls), cfg.min_ms);
   }
   for (size_t i = 0; i < n; i++) {
-    if (!c.ref_present[i]) Fail("%s: LevelDB does not find present key %zu", CellName(c).c_str(), i);
+    if (!c.ref_present[i]) Fail("%s: LevelDB does not find present key %zu", bench::CellName(c.bpk, c.key_len, c.kpf).c_str(), i);
   }
   size_t fp = 0;
   for (size_t i = 0; i < n; i++) fp += c.ref_absent[i];
@@ -385,7 +344,7 @@ Result RunCell(Cell& c, const Config& cfg, const Sides& s) {
     double w0 = TimeGroupedLevelDB(s, *gsets[a], 1, grefs[a]->data());
     double w1 = TimeBatch(s, *gsets[a], 1, res.data());
     CheckAnswers(c, a ? "batch absent" : "batch present", "batch", *grefs[a], res.data());
-    r.passes[kNumPerSide + a] = PassesFor(std::min(w0, w1), cfg);
+    r.passes[kNumPerSide + a] = bench::PassesFor(std::min(w0, w1), cfg.min_ms);
   }
 
   // --- Repetitions: every side once per measurement, order rotated per repetition.
@@ -426,10 +385,10 @@ Result RunCell(Cell& c, const Config& cfg, const Sides& s) {
     }
   }
   for (int m = 0; m < kNumPerSide; m++)
-    for (int i = 0; i < kNumImpls; i++) r.side[m][i] = Summarize(t[m][i]);
+    for (int i = 0; i < kNumImpls; i++) r.side[m][i] = bench::Summarize(t[m][i]);
   for (int a = 0; a < 2; a++) {
-    r.grouped[a] = Summarize(tg[a]);
-    r.batch[a] = Summarize(tb[a]);
+    r.grouped[a] = bench::Summarize(tg[a]);
+    r.batch[a] = bench::Summarize(tb[a]);
   }
   return r;
 }
@@ -440,7 +399,7 @@ void MakeCell(Cell* c, int key_len, int kpf, int bpk, size_t keys_total) {
   c->bpk = bpk;
   c->filters = std::max<size_t>(1, keys_total / kpf);
   c->keys = c->filters * kpf;
-  c->filter_bytes = FilterBytes(kpf, bpk);
+  c->filter_bytes = bench::BloomFilterBytes(kpf, bpk);
   // Same keys for both bits-per-key settings (seed independent of bpk).
   Rng rng(0xb100f00du ^ (uint64_t(key_len) << 32) ^ uint64_t(kpf) << 8);
   c->build_keys.assign(c->keys * key_len, 0);
@@ -614,21 +573,12 @@ void Usage() {
 
 int main(int argc, char** argv) {
   Config cfg;
-  bool reps_set = false, keys_set = false, min_set = false;
-  support::parse_args(argc, argv, Usage, [&](const std::string& a, auto value) {
-    if (a == "--quick") return cfg.quick = true, true;
-    if (a == "--csv") return cfg.csv = value(), true;
-    if (a == "--reps") return cfg.reps = std::atoi(value()), reps_set = true, true;
-    if (a == "--min-ms") return cfg.min_ms = std::atof(value()), min_set = true, true;
-    if (a == "--keys") return cfg.keys_total = std::strtoull(value(), nullptr, 10), keys_set = true, true;
-    return false;
-  });
+  support::parse_args(argc, argv, Usage,
+                      [&](const std::string& a, auto value) { return cfg.ParseCommon(a, value); });
   if (cfg.quick) {
     cfg.key_lens = {8, 24};
     cfg.keys_per_filter = {10, 100, 3000};
-    if (!reps_set) cfg.reps = 1;
-    if (!min_set) cfg.min_ms = 0;
-    if (!keys_set) cfg.keys_total = 3000;
+    cfg.QuickDefaults();
   }
   if (cfg.reps < 1) cfg.reps = 1;
 
@@ -648,12 +598,7 @@ int main(int argc, char** argv) {
       "  filter bytes and answers are checked against LevelDB's.\n",
       cfg.keys_total, cfg.reps, cfg.min_ms);
 
-  FILE* csv = nullptr;
-  if (!cfg.csv.empty()) {
-    csv = std::fopen(cfg.csv.c_str(), "w");
-    if (csv == nullptr) Fail("cannot write %s", cfg.csv.c_str());
-    WriteCsvHeader(csv);
-  }
+  FILE* csv = bench::OpenCsv(cfg.csv, WriteCsvHeader);
 
   std::vector<Done> done;
   for (size_t b = 0; b < cfg.bits_per_key.size(); b++) {

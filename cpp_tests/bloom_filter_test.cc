@@ -30,14 +30,6 @@ TEST(BloomFilterOracle, IsLevelDBsOwnBloomPolicy) {
   harness::expect_leveldb_is_the_oracle(harness::LevelDBLink::kSharedLibrary);
 }
 
-std::vector<int> BitsPerKeyValues() {
-  std::vector<int> v;
-  for (int b = 0; b <= 64; b++) v.push_back(b);
-  v.push_back(100);
-  v.push_back(1000);
-  return v;
-}
-
 // One LevelDB policy and one Rust policy per bits_per_key value.
 struct Policies {
   explicit Policies(int bpk) : bits_per_key(bpk), leveldb(leveldb::NewBloomFilterPolicy(bpk)), rust(bpk) {}
@@ -48,7 +40,7 @@ struct Policies {
 
 std::vector<std::unique_ptr<Policies>> MakeAllPolicies() {
   std::vector<std::unique_ptr<Policies>> all;
-  for (int bpk : BitsPerKeyValues()) {
+  for (int bpk : harness::bits_per_key_values()) {
     all.emplace_back(new Policies(bpk));
     EXPECT_NE(all.back()->rust.get(), nullptr) << "leveldb_bloom_policy_create(" << bpk << ")";
   }

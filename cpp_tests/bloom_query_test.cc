@@ -99,14 +99,6 @@ struct ExactBuffer {
   std::unique_ptr<uint8_t[]> data;
 };
 
-std::vector<int> BitsPerKeyValues() {
-  std::vector<int> v;
-  for (int b = 0; b <= 64; b++) v.push_back(b);
-  v.push_back(100);
-  v.push_back(1000);
-  return v;
-}
-
 size_t RandomKeyCount(std::mt19937_64& rng) {
   const uint64_t r = rng() % 100;
   if (r < 50) return rng() % 21;
@@ -128,7 +120,7 @@ TEST(BloomQuery, WellFormedFiltersAgreeWithLevelDB) {
   const uint64_t seed = harness::seed();
   const uint64_t num_filters = harness::env_count("LEVELDB_BLOOM_QUERY_FILTERS", 3000);
   std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);
-  const std::vector<int> bpks = BitsPerKeyValues();
+  const std::vector<int> bpks = harness::bits_per_key_values();
   std::vector<std::unique_ptr<const leveldb::FilterPolicy>> ldb;
   std::vector<harness::RustPolicy> rust;
   for (int b : bpks) {

@@ -417,95 +417,10 @@ TEST(CompactPolicy, AnswersMalformedFiltersAsLevelDB) {
 // Databases through LevelDB's C API.
 // ---------------------------------------------------------------------------
 
-// "key" + 16 hex digits of a bijective mix of i (as db_test: scrambled, so that filters see
-// unrelated keys and key ranges are spread evenly).
-std::string number_key(uint64_t i) {
-  uint64_t z = i + 0x9e3779b97f4a7c15ull;  // splitmix64
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "key%016llx", static_cast<u64>(z));
-  return buf;
-}
-
-std::string make_value(std::mt19937_64& rng, uint64_t tag) {
-  std::string v = "v" + std::to_string(tag) + ":";
-  const size_t n = 10 + rng() % 60;
-  for (size_t i = 0; i < n; i++) v.push_back(static_cast<char>('a' + rng() % 26));
-  return v;
-}
-
-struct Db {
-  leveldb_t* db = nullptr;
-  leveldb_options_t* options = nullptr;
-  leveldb_readoptions_t* ropts = nullptr;
-  leveldb_writeoptions_t* wopts = nullptr;
-
-  ~Db() { close(); }
-  bool open(const std::string& path, leveldb_filterpolicy_t* fp, bool create) {
-    options = leveldb_options_create();
-    leveldb_options_set_filter_policy(options, fp);
-    leveldb_options_set_create_if_missing(options, create ? 1 : 0);
-    leveldb_options_set_error_if_exists(options, create ? 1 : 0);
-    leveldb_options_set_paranoid_checks(options, 1);
-    // Small memtables and files: many tables, flushes and compactions while writing.
-    leveldb_options_set_write_buffer_size(options, 256 << 10);
-    leveldb_options_set_max_file_size(options, 512 << 10);
-    ropts = leveldb_readoptions_create();
-    leveldb_readoptions_set_verify_checksums(ropts, 1);
-    wopts = leveldb_writeoptions_create();
-    char* err = nullptr;
-    db = leveldb_open(options, path.c_str(), &err);
-    if (err != nullptr) {
-      ADD_FAILURE() << "leveldb_open(" << path << "): " << err;
-      leveldb_free(err);
-      db = nullptr;
-    }
-    return db != nullptr;
-  }
-  void close() {
-    if (db != nullptr) leveldb_close(db);
-    db = nullptr;
-    if (options != nullptr) leveldb_options_destroy(options);
-    options = nullptr;
-    if (ropts != nullptr) leveldb_readoptions_destroy(ropts);
-    ropts = nullptr;
-    if (wopts != nullptr) leveldb_writeoptions_destroy(wopts);
-    wopts = nullptr;
-  }
-  void write(leveldb_writebatch_t* batch) {
-    char* err = nullptr;
-    leveldb_write(db, wopts, batch, &err);
-    if (err != nullptr) {
-      ADD_FAILURE() << "leveldb_write: " << err;
-      leveldb_free(err);
-    }
-    leveldb_writebatch_clear(batch);
-  }
-  bool get(const std::string& key, std::string* value) {
-    char* err = nullptr;
-    size_t len = 0;
-    char* v = leveldb_get(db, ropts, key.data(), key.size(), &len, &err);
-    if (err != nullptr) {
-      ADD_FAILURE() << "leveldb_get(" << harness::to_hex(key) << "): " << err;
-      leveldb_free(err);
-      return false;
-    }
-    if (v == nullptr) return false;
-    value->assign(v, len);
-    leveldb_free(v);
-    return true;
-  }
-  // Flushes the memtable and compacts the tables overlapping [begin, end].
-  void compact(const std::string& begin, const std::string& end) {
-    leveldb_compact_range(db, begin.data(), begin.size(), end.data(), end.size());
-  }
-};
 
 // Batches puts and deletes (1000 per write) and keeps the model of the contents.
 struct Writer {
-  Writer(Db* db, std::map<std::string, std::string>* live, std::set<std::string>* deleted)
+  Writer(harness::Db* db, std::map<std::string, std::string>* live, std::set<std::string>* deleted)
       : db(db), live(live), deleted(deleted), batch(leveldb_writebatch_create()) {}
   ~Writer() {
     flush();
@@ -527,7 +442,7 @@ struct Writer {
     if (pending > 0) db->write(batch);
     pending = 0;
   }
-  Db* db;
+  harness::Db* db;
   std::map<std::string, std::string>* live;
   std::set<std::string>* deleted;
   leveldb_writebatch_t* batch;
@@ -546,32 +461,6 @@ std::set<std::string> list_tables(const std::string& path) {
   return out;
 }
 
-struct TempDb {
-  TempDb() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ =
-        std::string(tmp && *tmp ? tmp : "/tmp") + "/leveldb_bloom_compact_XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data()) != nullptr) {
-      dir = buf.data();
-      path = dir + "/db";
-    }
-  }
-  ~TempDb() {
-    if (dir.empty()) return;
-    leveldb_options_t* o = leveldb_options_create();
-    char* err = nullptr;
-    leveldb_destroy_db(o, path.c_str(), &err);
-    if (err != nullptr) {
-      ADD_FAILURE() << "leveldb_destroy_db: " << err;
-      leveldb_free(err);
-    }
-    leveldb_options_destroy(o);
-    rmdir(dir.c_str());
-  }
-  std::string dir, path;
-};
 
 // Counts a filter policy's answers by the format of the filter asked, read from its last
 // byte as the formats define it: 1..30 LevelDB Bloom (k probes), 32..255 compact.
@@ -697,8 +586,8 @@ struct Verified {
 Verified verify(const std::string& path, leveldb_filterpolicy_t* fp, const Model& m,
                 const char* what, const std::function<void()>& before_absent = nullptr) {
   Verified st;
-  Db db;
-  if (!db.open(path, fp, false)) return st;
+  harness::Db db;
+  if (!db.open(path, fp, false, 256 << 10, 512 << 10)) return st;
   std::string v;
   for (const auto& kv : m.live) {
     const bool found = db.get(kv.first, &v);
@@ -753,14 +642,14 @@ Verified verify(const std::string& path, leveldb_filterpolicy_t* fp, const Model
   return st;
 }
 
-// Absent keys: mostly number_key(odd) (inside the tables' key ranges, so the filters are
+// Absent keys: mostly harness::number_key(odd) (inside the tables' key ranges, so the filters are
 // asked), some random.
 std::vector<std::string> absent_keys(std::mt19937_64& rng, size_t n, uint64_t numbered,
                                      const std::map<std::string, std::string>& live,
                                      const std::set<std::string>& deleted) {
   std::vector<std::string> out;
   while (out.size() < n) {
-    std::string k = (rng() % 10 < 8) ? number_key(2 * (rng() % numbered) + 1)
+    std::string k = (rng() % 10 < 8) ? harness::number_key(2 * (rng() % numbered) + 1)
                                      : harness::random_key(rng, 24);
     if (live.count(k) == 0 && deleted.count(k) == 0) out.push_back(k);
   }
@@ -770,7 +659,7 @@ std::vector<std::string> absent_keys(std::mt19937_64& rng, size_t n, uint64_t nu
 // 4. A database written with the compact policy: no false negatives through LevelDB, the
 // filters reject absent keys, and stock LevelDB and our Bloom policy read it all.
 TEST(CompactDb, WrittenCompactReadByCompactStockAndBloom) {
-  TempDb tmp;
+  harness::TempDb tmp("compact");
   ASSERT_FALSE(tmp.dir.empty()) << "mkdtemp failed";
   std::mt19937_64 rng(harness::seed() ^ 0xDBC0ull);
   const uint64_t n = harness::env_count("LEVELDB_BLOOM_COMPACT_DB_KEYS", 200000);
@@ -783,20 +672,20 @@ TEST(CompactDb, WrittenCompactReadByCompactStockAndBloom) {
     leveldb_filterpolicy_t* fp = leveldb_filterpolicy_create(
         state, counted_destructor, counted_create, counted_may_match, counted_name);
     {
-      Db db;
-      ASSERT_TRUE(db.open(tmp.path, fp, true));
+      harness::Db db;
+      ASSERT_TRUE(db.open(tmp.path, fp, true, 256 << 10, 512 << 10));
       Writer w(&db, &m.live, &m.deleted);
       // The empty key, a few long keys, 95% number keys, the rest random bytes.
       w.put(std::string(), "empty");
       for (size_t len : {300u, 5000u, 70000u}) w.put(random_bytes(rng, len), "long");
       const uint64_t numbered = n - n / 20;
-      for (uint64_t i = 0; i < numbered; i++) w.put(number_key(2 * i), make_value(rng, i));
-      while (m.live.size() < n) w.put(harness::random_key(rng, 24), make_value(rng, 0));
+      for (uint64_t i = 0; i < numbered; i++) w.put(harness::number_key(2 * i), harness::make_value(rng, 60, i));
+      while (m.live.size() < n) w.put(harness::random_key(rng, 24), harness::make_value(rng, 60, 0));
       // Overwrites and deletions in the later tables.
       for (uint64_t i = 0; i < n / 20; i++) {
-        w.put(number_key(2 * (rng() % numbered)), make_value(rng, n + i));
+        w.put(harness::number_key(2 * (rng() % numbered)), harness::make_value(rng, 60, n + i));
       }
-      for (uint64_t i = 0; i < n / 20; i++) w.del(number_key(2 * (rng() % numbered)));
+      for (uint64_t i = 0; i < n / 20; i++) w.del(harness::number_key(2 * (rng() % numbered)));
       w.flush();
       db.compact(std::string(), std::string("\xff\xff\xff\xff", 4));
       std::printf("compact_test: wrote %zu live keys, %zu deleted, with the compact policy:"
@@ -877,7 +766,7 @@ TEST(CompactDb, WrittenCompactReadByCompactStockAndBloom) {
 // 5. A database begun with stock LevelDB's Bloom filters and continued with the compact
 // policy: tables of both formats side by side, read back with either policy.
 TEST(CompactDb, LegacyBloomTablesThenCompact) {
-  TempDb tmp;
+  harness::TempDb tmp("compact");
   ASSERT_FALSE(tmp.dir.empty()) << "mkdtemp failed";
   std::mt19937_64 rng(harness::seed() ^ 0x313Dull);
   constexpr uint64_t kPhase1 = 80000, kPhase2 = 40000;
@@ -887,10 +776,10 @@ TEST(CompactDb, LegacyBloomTablesThenCompact) {
   {
     leveldb_filterpolicy_t* fp = leveldb_filterpolicy_create_bloom(10);
     {
-      Db db;
-      ASSERT_TRUE(db.open(tmp.path, fp, true));
+      harness::Db db;
+      ASSERT_TRUE(db.open(tmp.path, fp, true, 256 << 10, 512 << 10));
       Writer w(&db, &m.live, &m.deleted);
-      for (uint64_t i = 0; i < kPhase1; i++) w.put(number_key(2 * i), make_value(rng, i));
+      for (uint64_t i = 0; i < kPhase1; i++) w.put(harness::number_key(2 * i), harness::make_value(rng, 60, i));
       w.flush();
       // Everything into sorted, range-partitioned tables: a level-0 table left over would
       // span the whole key range and drag every legacy table into phase 2's compactions.
@@ -919,14 +808,14 @@ TEST(CompactDb, LegacyBloomTablesThenCompact) {
     leveldb_filterpolicy_t* fp = leveldb_filterpolicy_create(
         state, counted_destructor, counted_create, counted_may_match, counted_name);
     {
-      Db db;
-      ASSERT_TRUE(db.open(tmp.path, fp, false));
+      harness::Db db;
+      ASSERT_TRUE(db.open(tmp.path, fp, false, 256 << 10, 512 << 10));
       Writer w(&db, &m.live, &m.deleted);
       uint64_t added = 0;
       for (uint64_t i = kPhase1; added < kPhase2; i++) {
-        const std::string k = number_key(2 * i);
+        const std::string k = harness::number_key(2 * i);
         if (!in_range(k)) continue;
-        w.put(k, make_value(rng, i));
+        w.put(k, harness::make_value(rng, 60, i));
         range_keys.push_back(k);
         added++;
         if (added == kPhase2 / 2) {
@@ -935,7 +824,7 @@ TEST(CompactDb, LegacyBloomTablesThenCompact) {
         }
       }
       for (uint64_t i = 0; i < kPhase2 / 4; i++) {
-        w.put(range_keys[rng() % range_keys.size()], make_value(rng, kPhase1 + kPhase2 + i));
+        w.put(range_keys[rng() % range_keys.size()], harness::make_value(rng, 60, kPhase1 + kPhase2 + i));
       }
       for (uint64_t i = 0; i < kPhase2 / 4; i++) w.del(range_keys[rng() % range_keys.size()]);
     }

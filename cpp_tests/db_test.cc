@@ -214,90 +214,6 @@ struct Model {
   uint64_t puts = 0, overwrites = 0, deletes = 0;
 };
 
-// "key" + 16 hex digits of a bijective mix of i. Scrambled on purpose: LevelDB's own Bloom
-// filter has a false-positive rate near 11% (not 1%) when probing "user%08d"-style keys whose
-// neighbours (differing only in the last digit) are in the filter, which would make the
-// "mostly no match" bound below depend on the key format instead of on the filters.
-std::string number_key(uint64_t i) {
-  uint64_t z = i + 0x9e3779b97f4a7c15ull;  // splitmix64
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "key%016llx", static_cast<unsigned long long>(z));
-  return buf;
-}
-
-std::string make_value(std::mt19937_64& rng, uint64_t tag) {
-  std::string v = "v" + std::to_string(tag) + ":";
-  const size_t n = 10 + rng() % 90;
-  for (size_t i = 0; i < n; i++) v.push_back(static_cast<char>('a' + rng() % 26));
-  return v;
-}
-
-struct Db {
-  leveldb_t* db = nullptr;
-  leveldb_options_t* options = nullptr;
-  leveldb_readoptions_t* ropts = nullptr;
-  leveldb_writeoptions_t* wopts = nullptr;
-
-  ~Db() { close(); }
-  bool open(const std::string& path, leveldb_filterpolicy_t* fp, bool create) {
-    options = leveldb_options_create();
-    leveldb_options_set_filter_policy(options, fp);
-    leveldb_options_set_create_if_missing(options, create ? 1 : 0);
-    leveldb_options_set_error_if_exists(options, create ? 1 : 0);
-    leveldb_options_set_paranoid_checks(options, 1);
-    // Small memtables and files: many tables, flushes and compactions while writing.
-    leveldb_options_set_write_buffer_size(options, 512 << 10);
-    leveldb_options_set_max_file_size(options, 1 << 20);
-    ropts = leveldb_readoptions_create();
-    leveldb_readoptions_set_verify_checksums(ropts, 1);
-    wopts = leveldb_writeoptions_create();
-    char* err = nullptr;
-    db = leveldb_open(options, path.c_str(), &err);
-    if (err != nullptr) {
-      ADD_FAILURE() << "leveldb_open(" << path << "): " << err;
-      leveldb_free(err);
-      db = nullptr;
-    }
-    return db != nullptr;
-  }
-  void close() {
-    if (db != nullptr) leveldb_close(db);
-    db = nullptr;
-    if (options != nullptr) leveldb_options_destroy(options);
-    options = nullptr;
-    if (ropts != nullptr) leveldb_readoptions_destroy(ropts);
-    ropts = nullptr;
-    if (wopts != nullptr) leveldb_writeoptions_destroy(wopts);
-    wopts = nullptr;
-  }
-  void write(leveldb_writebatch_t* batch) {
-    char* err = nullptr;
-    leveldb_write(db, wopts, batch, &err);
-    if (err != nullptr) {
-      ADD_FAILURE() << "leveldb_write: " << err;
-      leveldb_free(err);
-    }
-    leveldb_writebatch_clear(batch);
-  }
-  // Returns true and the value if found.
-  bool get(const std::string& key, std::string* value) {
-    char* err = nullptr;
-    size_t len = 0;
-    char* v = leveldb_get(db, ropts, key.data(), key.size(), &len, &err);
-    if (err != nullptr) {
-      ADD_FAILURE() << "leveldb_get(" << harness::to_hex(key) << "): " << err;
-      leveldb_free(err);
-      return false;
-    }
-    if (v == nullptr) return false;
-    value->assign(v, len);
-    leveldb_free(v);
-    return true;
-  }
-};
 
 // Writes the workload into a fresh DB at `path` and returns the model of its contents.
 Model write_db(const std::string& path, leveldb_filterpolicy_t* fp) {
@@ -305,7 +221,7 @@ Model write_db(const std::string& path, leveldb_filterpolicy_t* fp) {
   std::mt19937_64 rng(harness::seed() ^ 0xDBull);
   const uint64_t n = harness::env_count("LEVELDB_BLOOM_DB_KEYS", 100000);
   const uint64_t n_absent = harness::env_count("LEVELDB_BLOOM_DB_ABSENT", 100000);
-  Db db;
+  harness::Db db;
   if (!db.open(path, fp, true)) return m;
   leveldb_writebatch_t* batch = leveldb_writebatch_create();
   uint64_t in_batch = 0;
@@ -326,7 +242,7 @@ Model write_db(const std::string& path, leveldb_filterpolicy_t* fp) {
     }
   };
 
-  // Keys: 90% number_key(even number) (odd numbers give absent keys), 10% random bytes
+  // Keys: 90% harness::number_key(even number) (odd numbers give absent keys), 10% random bytes
   // with at least one byte >= 0x80, the empty key and a few long keys.
   std::vector<std::string> keys;
   keys.push_back(std::string());
@@ -336,7 +252,7 @@ Model write_db(const std::string& path, leveldb_filterpolicy_t* fp) {
     keys.push_back(k);
   }
   const uint64_t numbered = n - n / 10;
-  for (uint64_t i = 0; i < numbered; i++) keys.push_back(number_key(2 * i));
+  for (uint64_t i = 0; i < numbered; i++) keys.push_back(harness::number_key(2 * i));
   while (keys.size() < n) {
     std::string k = harness::random_key(rng, 24);
     if (k.empty()) continue;
@@ -345,12 +261,12 @@ Model write_db(const std::string& path, leveldb_filterpolicy_t* fp) {
   }
   std::shuffle(keys.begin(), keys.end(), rng);
   for (size_t i = 0; i < keys.size(); i++) {
-    put(keys[i], make_value(rng, i));
+    put(keys[i], harness::make_value(rng, 90, i));
     m.puts++;
   }
   // Overwrites and deletions (some deleted keys come back later).
   for (uint64_t i = 0; i < n / 10; i++) {
-    put(keys[rng() % keys.size()], make_value(rng, n + i));
+    put(keys[rng() % keys.size()], harness::make_value(rng, 90, n + i));
     m.overwrites++;
   }
   std::vector<std::string> deleted;
@@ -360,7 +276,7 @@ Model write_db(const std::string& path, leveldb_filterpolicy_t* fp) {
     deleted.push_back(k);
     m.deletes++;
   }
-  for (uint64_t i = 0; i < n / 100; i++) put(deleted[rng() % deleted.size()], make_value(rng, i));
+  for (uint64_t i = 0; i < n / 100; i++) put(deleted[rng() % deleted.size()], harness::make_value(rng, 90, i));
   if (in_batch > 0) db.write(batch);
   leveldb_writebatch_destroy(batch);
   for (const std::string& k : deleted) {
@@ -368,10 +284,10 @@ Model write_db(const std::string& path, leveldb_filterpolicy_t* fp) {
   }
 
   const std::unordered_set<std::string> written(keys.begin(), keys.end());
-  // Absent keys: 60% number_key(odd number) (inside the files' key ranges, so that the filters
+  // Absent keys: 60% harness::number_key(odd number) (inside the files' key ranges, so that the filters
   // are asked), the rest random keys.
   while (m.absent.size() < n_absent) {
-    std::string k = (rng() % 10 < 6) ? number_key(2 * (rng() % numbered) + 1)
+    std::string k = (rng() % 10 < 6) ? harness::number_key(2 * (rng() % numbered) + 1)
                                      : harness::random_key(rng, 24);
     if (written.count(k) == 0) m.absent.push_back(k);
   }
@@ -390,7 +306,7 @@ struct ReadStats {
 ReadStats verify_db(const std::string& path, leveldb_filterpolicy_t* fp, const Model& m,
                     Counters* counters, const char* what) {
   ReadStats st;
-  Db db;
+  harness::Db db;
   if (!db.open(path, fp, false)) return st;
   std::string v;
   uint64_t bad = 0;
@@ -469,35 +385,10 @@ size_t count_tables(const std::string& path) {
   return n;
 }
 
-struct TempDb {
-  TempDb() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/leveldb_bloom_db_XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data()) != nullptr) {
-      dir = buf.data();
-      path = dir + "/db";
-    }
-  }
-  ~TempDb() {
-    if (dir.empty()) return;
-    leveldb_options_t* o = leveldb_options_create();
-    char* err = nullptr;
-    leveldb_destroy_db(o, path.c_str(), &err);
-    if (err != nullptr) {
-      ADD_FAILURE() << "leveldb_destroy_db: " << err;
-      leveldb_free(err);
-    }
-    leveldb_options_destroy(o);
-    rmdir(dir.c_str());
-  }
-  std::string dir, path;
-};
 
 // Writes with `writer`, then reads back with each of `readers`.
 void round_trip(Policy writer, const std::vector<Policy>& readers) {
-  TempDb tmp;
+  harness::TempDb tmp("db");
   ASSERT_FALSE(tmp.dir.empty()) << "mkdtemp failed";
   Model m;
   {

@@ -8,7 +8,10 @@ use std::ptr::{null, null_mut};
 
 use leveldb_bloom::ffi::leveldb_bloom_status::*;
 use leveldb_bloom::ffi::*;
-use leveldb_bloom::{CompactPolicy, FilterBlockBuilder, FilterFormat, FilterPolicy, compact};
+
+mod common;
+use common::PolicyKind;
+use leveldb_bloom::{CompactPolicy, FilterBlockBuilder, FilterFormat, compact};
 
 /// What a call returned, in a comparable form.
 #[derive(Debug, PartialEq)]
@@ -80,44 +83,20 @@ unsafe fn take_filter(filter: *mut c_char, len: usize) -> Answer {
     }
 }
 
-/// One policy kind, whose rows are the same table: how the C API makes it, and the Rust
-/// policy that builds the same filters (the expected bytes).
-struct Kind {
-    name: &'static str,
-    create: fn() -> *mut leveldb_bloom_policy,
-    rust: FilterPolicy,
-}
-
-fn bloom() -> Kind {
-    Kind {
-        name: "bloom",
-        create: || leveldb_bloom_policy_create(10),
-        rust: leveldb_bloom::BloomPolicy::new(10).unwrap().into(),
-    }
-}
-
-fn compact_kind() -> Kind {
-    Kind {
-        name: "compact",
-        create: || leveldb_bloom_policy_create_compact(10.0),
-        rust: CompactPolicy::new(10.0).unwrap().into(),
-    }
-}
-
 #[test]
 fn bloom_policies_answer_as_documented_at_their_edges() {
-    every_per_policy_function_at_its_edges(&bloom());
+    every_per_policy_function_at_its_edges(&PolicyKind::bloom());
 }
 
 #[test]
 fn compact_policies_answer_as_documented_at_their_edges() {
-    every_per_policy_function_at_its_edges(&compact_kind());
+    every_per_policy_function_at_its_edges(&PolicyKind::compact());
 }
 
 /// Every function that takes a policy (or its builder, or its filters), given a policy of
 /// `kind`: each pointer NULL, zero and maximal lengths, negative counts, and the answers on
 /// present and absent keys.
-fn every_per_policy_function_at_its_edges(kind: &Kind) {
+fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
     let p = (kind.create)();
     assert!(!p.is_null());
     let rust_filter = |keys: &[&[u8]]| {

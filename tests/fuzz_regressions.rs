@@ -74,81 +74,86 @@ fn in_child() -> bool {
     false
 }
 
-#[test]
-fn start_block_past_4_gib_is_too_large_rust_api() {
-    run_in_memory_limited_child("child_start_block_past_4_gib_rust_api");
+/// A test `$parent` that runs `$body` as the ignored test `$child` in a memory-limited child
+/// process (`run_in_memory_limited_child`).
+macro_rules! in_memory_limited_child {
+    ($parent:ident, $child:ident, $body:block) => {
+        #[test]
+        fn $parent() {
+            run_in_memory_limited_child(stringify!($child));
+        }
+
+        #[test]
+        #[ignore = "started by its parent test in a memory-limited child"]
+        fn $child() {
+            if in_child() $body
+        }
+    };
 }
 
-#[test]
-#[ignore = "started by start_block_past_4_gib_is_too_large_rust_api in a memory-limited child"]
-fn child_start_block_past_4_gib_rust_api() {
-    if !in_child() {
-        return;
-    }
-    let policy = BloomPolicy::new(10).unwrap();
-    for offset in [FIRST_OFFSET_PAST_4_GIB, 1 << 42, 1 << 63, u64::MAX] {
-        let mut b = FilterBlockBuilder::new(policy);
-        assert_eq!(
-            b.start_block(offset),
-            Err(Error::TooLarge),
-            "start_block({offset})"
-        );
-        // Nothing changed: still the empty block.
-        assert_eq!(
-            b.finish().unwrap(),
-            &[0, 0, 0, 0, 11][..],
-            "after start_block({offset})"
-        );
-    }
-    // With a filter built and keys pending, the refused call changes nothing either.
-    let mut reference = FilterBlockBuilder::new(policy);
-    let mut b = FilterBlockBuilder::new(policy);
-    for builder in [&mut reference, &mut b] {
-        builder.start_block(0).unwrap();
-        builder.add_key(b"foo").unwrap();
-        builder.start_block(5000).unwrap();
-        builder.add_key(b"bar").unwrap();
-    }
-    assert_eq!(b.start_block(u64::MAX), Err(Error::TooLarge));
-    assert_eq!(b.finish().unwrap(), reference.finish().unwrap());
-}
-
-#[test]
-fn start_block_past_4_gib_is_too_large_c_api() {
-    run_in_memory_limited_child("child_start_block_past_4_gib_c_api");
-}
-
-#[test]
-#[ignore = "started by start_block_past_4_gib_is_too_large_c_api in a memory-limited child"]
-fn child_start_block_past_4_gib_c_api() {
-    if !in_child() {
-        return;
-    }
-    let policy = leveldb_bloom_policy_create(10);
-    assert!(!policy.is_null());
-    for offset in [FIRST_OFFSET_PAST_4_GIB, u64::MAX] {
-        // SAFETY: a live policy; the builder is used by this thread only and destroyed once;
-        // block and block_len are writable.
-        unsafe {
-            let b = leveldb_bloom_filter_block_builder_create(policy);
-            assert!(!b.is_null());
+in_memory_limited_child!(
+    start_block_past_4_gib_is_too_large_rust_api,
+    child_start_block_past_4_gib_rust_api,
+    {
+        let policy = BloomPolicy::new(10).unwrap();
+        for offset in [FIRST_OFFSET_PAST_4_GIB, 1 << 42, 1 << 63, u64::MAX] {
+            let mut b = FilterBlockBuilder::new(policy);
             assert_eq!(
-                leveldb_bloom_filter_block_builder_start_block(b, offset),
-                LEVELDB_BLOOM_ERR_TOO_LARGE as c_int,
+                b.start_block(offset),
+                Err(Error::TooLarge),
                 "start_block({offset})"
             );
-            let (mut block, mut len) = (std::ptr::null(), 0usize);
+            // Nothing changed: still the empty block.
             assert_eq!(
-                leveldb_bloom_filter_block_builder_finish(b, &mut block, &mut len),
-                LEVELDB_BLOOM_OK as c_int
+                b.finish().unwrap(),
+                &[0, 0, 0, 0, 11][..],
+                "after start_block({offset})"
             );
-            assert_eq!(std::slice::from_raw_parts(block, len), &[0, 0, 0, 0, 11]);
-            leveldb_bloom_filter_block_builder_destroy(b);
         }
+        // With a filter built and keys pending, the refused call changes nothing either.
+        let mut reference = FilterBlockBuilder::new(policy);
+        let mut b = FilterBlockBuilder::new(policy);
+        for builder in [&mut reference, &mut b] {
+            builder.start_block(0).unwrap();
+            builder.add_key(b"foo").unwrap();
+            builder.start_block(5000).unwrap();
+            builder.add_key(b"bar").unwrap();
+        }
+        assert_eq!(b.start_block(u64::MAX), Err(Error::TooLarge));
+        assert_eq!(b.finish().unwrap(), reference.finish().unwrap());
     }
-    // SAFETY: created above, destroyed once.
-    unsafe { leveldb_bloom_policy_destroy(policy) };
-}
+);
+
+in_memory_limited_child!(
+    start_block_past_4_gib_is_too_large_c_api,
+    child_start_block_past_4_gib_c_api,
+    {
+        let policy = leveldb_bloom_policy_create(10);
+        assert!(!policy.is_null());
+        for offset in [FIRST_OFFSET_PAST_4_GIB, u64::MAX] {
+            // SAFETY: a live policy; the builder is used by this thread only and destroyed once;
+            // block and block_len are writable.
+            unsafe {
+                let b = leveldb_bloom_filter_block_builder_create(policy);
+                assert!(!b.is_null());
+                assert_eq!(
+                    leveldb_bloom_filter_block_builder_start_block(b, offset),
+                    LEVELDB_BLOOM_ERR_TOO_LARGE as c_int,
+                    "start_block({offset})"
+                );
+                let (mut block, mut len) = (std::ptr::null(), 0usize);
+                assert_eq!(
+                    leveldb_bloom_filter_block_builder_finish(b, &mut block, &mut len),
+                    LEVELDB_BLOOM_OK as c_int
+                );
+                assert_eq!(std::slice::from_raw_parts(block, len), &[0, 0, 0, 0, 11]);
+                leveldb_bloom_filter_block_builder_destroy(b);
+            }
+        }
+        // SAFETY: created above, destroyed once.
+        unsafe { leveldb_bloom_policy_destroy(policy) };
+    }
+);
 
 // ---------------------------------------------------------------------------------------
 // Finding 2 (create_filter, cpp_tests/fuzz/regressions/create_filter/finding-2-filter-len-bits-overflow):

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::keys_with_duplicates;
+use common::{CKeys, keys_with_duplicates};
 use leveldb_bloom::FilterFormat;
 use std::ffi::{c_char, c_void};
 use std::ptr::null;
@@ -171,15 +171,7 @@ unsafe fn check_c_api(
         rust_builder.add_key(key).unwrap();
     }
     let rust_block = rust_builder.finish().unwrap();
-    let ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr().cast()).collect();
-    let lens: Vec<usize> = keys.iter().map(|k| k.len()).collect();
-    let slices: Vec<leveldb_bloom_slice> = keys
-        .iter()
-        .map(|k| leveldb_bloom_slice {
-            data: k.as_ptr().cast(),
-            len: k.len(),
-        })
-        .collect();
+    let CKeys { ptrs, lens, slices } = CKeys::new(keys);
     let n = keys.len();
     // SAFETY: per this function's contract.
     unsafe {

@@ -11,6 +11,9 @@ use leveldb_bloom::ffi::leveldb_bloom_status::*;
 use leveldb_bloom::ffi::panic_injection::arm;
 use leveldb_bloom::ffi::*;
 
+mod common;
+use common::{CKeys, PolicyKind};
+
 const PANIC: c_int = LEVELDB_BLOOM_ERR_PANIC as c_int;
 
 /// Calls `f` with a panic armed for its guarded work.
@@ -33,41 +36,14 @@ fn quiet_injected_panics() {
     });
 }
 
-/// One policy kind: how it is made, and the Rust policy that builds the same filters.
-struct Kind {
-    create: fn() -> *mut leveldb_bloom_policy,
-    /// A small policy of the kind, for the destruction rows.
-    create_small: fn() -> *mut leveldb_bloom_policy,
-    rust: leveldb_bloom::FilterPolicy,
-    format: c_int,
-}
-
-fn bloom() -> Kind {
-    Kind {
-        create: || leveldb_bloom_policy_create(10),
-        create_small: || leveldb_bloom_policy_create(1),
-        rust: leveldb_bloom::BloomPolicy::new(10).unwrap().into(),
-        format: 0,
-    }
-}
-
-fn compact() -> Kind {
-    Kind {
-        create: || leveldb_bloom_policy_create_compact(10.0),
-        create_small: || leveldb_bloom_policy_create_compact(1.5),
-        rust: leveldb_bloom::CompactPolicy::new(10.0).unwrap().into(),
-        format: 1,
-    }
-}
-
 #[test]
 fn bloom_policies_answer_as_documented_after_a_panic() {
-    every_per_policy_entry_point_after_a_panic(&bloom());
+    every_per_policy_entry_point_after_a_panic(&PolicyKind::bloom());
 }
 
 #[test]
 fn compact_policies_answer_as_documented_after_a_panic() {
-    every_per_policy_entry_point_after_a_panic(&compact());
+    every_per_policy_entry_point_after_a_panic(&PolicyKind::compact());
 }
 
 /// The entry points that take no policy: creation, names, messages, version, global counts.
@@ -102,20 +78,12 @@ fn policy_free_entry_points_answer_as_documented_after_a_panic() {
 /// Every entry point that takes a policy, given one of `kind`: the documented answers (-1,
 /// -1.0, 0, ERR_PANIC, "may match", the always-match filter) after a panic, and a policy
 /// and builder still usable after it.
-fn every_per_policy_entry_point_after_a_panic(kind: &Kind) {
+fn every_per_policy_entry_point_after_a_panic(kind: &PolicyKind) {
     quiet_injected_panics();
     let policy = (kind.create)();
     assert!(!policy.is_null());
     let keys: [&[u8]; 2] = [b"hello", b"world"];
-    let ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr().cast()).collect();
-    let lens: Vec<usize> = keys.iter().map(|k| k.len()).collect();
-    let slices: Vec<leveldb_bloom_slice> = keys
-        .iter()
-        .map(|k| leveldb_bloom_slice {
-            data: k.as_ptr().cast(),
-            len: k.len(),
-        })
-        .collect();
+    let CKeys { ptrs, lens, slices } = CKeys::new(&keys);
     let mut filter = [0u8; 64];
     let mut len = 0usize;
     // SAFETY: valid pointers and lengths throughout; every object is destroyed once.

@@ -8,7 +8,9 @@
 #include <sys/resource.h>
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <leveldb/db.h>
 #include <leveldb/filter_policy.h>
@@ -167,6 +170,99 @@ inline Policies MakePolicies(int bits_per_key, bool verbose) {
     Fail("policy names differ: stock \"%s\", drop-in \"%s\"", p.stock->Name(), p.dropin->Name());
   }
   return p;
+}
+
+static_assert(sizeof(leveldb::Slice) == sizeof(leveldb_bloom_slice),
+              "leveldb::Slice must be (data, size) to be passed as leveldb_bloom_slice");
+
+// Every one of `n` keys of `key_len` bytes once, in random order, copied contiguously into
+// `qkeys` in that order (the key being looked up is at hand, its filter wherever it is);
+// returns the order: query i asks key perm[i].
+inline std::vector<uint32_t> SpreadKeys(const std::vector<char>& keys, size_t n, size_t key_len,
+                                        Rng& rng, std::vector<char>* qkeys) {
+  std::vector<uint32_t> perm(n);
+  for (size_t i = 0; i < n; i++) perm[i] = static_cast<uint32_t>(i);
+  Shuffle(perm.data(), perm.size(), rng);
+  qkeys->assign(n * key_len, 0);
+  for (size_t i = 0; i < n; i++) {
+    std::memcpy(qkeys->data() + i * key_len, keys.data() + size_t{perm[i]} * key_len, key_len);
+  }
+  return perm;
+}
+
+// The CSV file `path` with its header written by `header`, or NULL when `path` is empty.
+inline FILE* OpenCsv(const std::string& path, void (*header)(FILE*)) {
+  if (path.empty()) return nullptr;
+  FILE* csv = std::fopen(path.c_str(), "w");
+  if (csv == nullptr) Fail("cannot write %s", path.c_str());
+  header(csv);
+  return csv;
+}
+
+// The options every benchmark takes, and whether each was given.
+struct CommonConfig {
+  size_t keys_total = 100000;  // keys per cell (rounded down to whole filters)
+  int reps = 9;
+  double min_ms = 8.0;  // least time of one timed measurement (for the fastest side)
+  bool quick = false;
+  std::string csv;
+  bool reps_set = false, keys_set = false, min_set = false;
+
+  // Takes --quick, --csv FILE, --reps N, --min-ms MS, --keys N; false for another argument.
+  template <typename Value>
+  bool ParseCommon(const std::string& a, Value value) {
+    if (a == "--quick") return quick = true;
+    if (a == "--csv") return csv = value(), true;
+    if (a == "--reps") return reps = std::atoi(value()), reps_set = true;
+    if (a == "--min-ms") return min_ms = std::atof(value()), min_set = true;
+    if (a == "--keys") return keys_total = std::strtoull(value(), nullptr, 10), keys_set = true;
+    return false;
+  }
+
+  // The smoke-test sizes of --quick, where not given.
+  void QuickDefaults() {
+    if (!reps_set) reps = 1;
+    if (!min_set) min_ms = 0;
+    if (!keys_set) keys_total = 3000;
+  }
+};
+
+// A timing's repetitions: median, least and most.
+struct Stat {
+  double median = 0, min = 0, max = 0;
+};
+
+inline Stat Summarize(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  Stat s;
+  size_t n = v.size();
+  s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  s.min = v.front();
+  s.max = v.back();
+  return s;
+}
+
+// How many passes over a cell make one timing last at least `min_ms` for the fastest side,
+// which took `fastest_ns` for one pass (1 to 100,000).
+inline int PassesFor(double fastest_ns, double min_ms) {
+  double want = min_ms * 1e6;
+  if (fastest_ns <= 0) return 1;
+  int p = static_cast<int>(std::ceil(want / fastest_ns));
+  return std::max(1, std::min(p, 100000));
+}
+
+// LevelDB's Bloom filter length for n keys: max(n * bpk, 64) bits in whole bytes, plus the
+// k byte.
+inline size_t BloomFilterBytes(size_t n, int bpk) {
+  size_t bits = n * static_cast<size_t>(bpk);
+  if (bits < 64) bits = 64;
+  return (bits + 7) / 8 + 1;
+}
+
+inline std::string CellName(int bpk, int key_len, int kpf) {
+  char b[96];
+  std::snprintf(b, sizeof b, "bpk %d, %d-byte keys, %d keys per filter", bpk, key_len, kpf);
+  return b;
 }
 
 inline double PeakRssMiB() {

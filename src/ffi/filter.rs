@@ -34,12 +34,10 @@ pub unsafe extern "C" fn leveldb_bloom_create_filter(
     out_cap: usize,
     out_len: *mut usize,
 ) -> c_int {
-    // SAFETY: the caller's guarantees for every pointer, forwarded.
-    unsafe {
-        create_filter(policy, out, out_cap, out_len, || {
-            KeyArray::split(keys, key_lens, num_keys)
-        })
-    }
+    // SAFETY: the caller's guarantees for the key arrays, forwarded.
+    let keys = || unsafe { KeyArray::split(keys, key_lens, num_keys) };
+    // SAFETY: the caller's guarantees for the other pointers, forwarded.
+    unsafe { create_filter(policy, out, out_cap, out_len, keys) }
 }
 
 /// Like `leveldb_bloom_create_filter`, with the keys given as `num_keys` slices (pointer and
@@ -58,12 +56,10 @@ pub unsafe extern "C" fn leveldb_bloom_create_filter_slices(
     out_cap: usize,
     out_len: *mut usize,
 ) -> c_int {
-    // SAFETY: the caller's guarantees for every pointer, forwarded.
-    unsafe {
-        create_filter(policy, out, out_cap, out_len, || {
-            KeyArray::slices(keys, num_keys)
-        })
-    }
+    // SAFETY: the caller's guarantees for the slices, forwarded.
+    let keys = || unsafe { KeyArray::slices(keys, num_keys) };
+    // SAFETY: the caller's guarantees for the other pointers, forwarded.
+    unsafe { create_filter(policy, out, out_cap, out_len, keys) }
 }
 
 /// The two create calls, whose keys `keys` checks and reads: `*out_len` cleared, the size

@@ -59,3 +59,63 @@ pub fn keys_with_duplicates() -> impl proptest::strategy::Strategy<Value = Vec<V
         keys
     })
 }
+
+/// One kind of policy the C API makes, with the Rust policy that builds the same filters:
+/// tables of C API rows are written once and run for each kind.
+pub struct PolicyKind {
+    pub name: &'static str,
+    /// `leveldb_bloom_policy_format`'s answer.
+    pub format: std::ffi::c_int,
+    /// A policy at 10 bits per key.
+    pub create: fn() -> *mut leveldb_bloom::ffi::leveldb_bloom_policy,
+    /// A small policy of the kind (for rows that destroy it).
+    pub create_small: fn() -> *mut leveldb_bloom::ffi::leveldb_bloom_policy,
+    pub rust: leveldb_bloom::FilterPolicy,
+}
+
+impl PolicyKind {
+    pub fn bloom() -> Self {
+        use leveldb_bloom::ffi::leveldb_bloom_policy_create;
+        PolicyKind {
+            name: "bloom",
+            format: 0,
+            create: || leveldb_bloom_policy_create(10),
+            create_small: || leveldb_bloom_policy_create(1),
+            rust: leveldb_bloom::BloomPolicy::new(10).unwrap().into(),
+        }
+    }
+
+    pub fn compact() -> Self {
+        use leveldb_bloom::ffi::leveldb_bloom_policy_create_compact as create;
+        PolicyKind {
+            name: "compact",
+            format: 1,
+            create: || create(10.0),
+            create_small: || create(1.5),
+            rust: leveldb_bloom::CompactPolicy::new(10.0).unwrap().into(),
+        }
+    }
+}
+
+/// Keys as the C API takes them: pointer and length arrays, and slices. Borrows the keys.
+pub struct CKeys {
+    pub ptrs: Vec<*const std::ffi::c_char>,
+    pub lens: Vec<usize>,
+    pub slices: Vec<leveldb_bloom::ffi::leveldb_bloom_slice>,
+}
+
+impl CKeys {
+    pub fn new<K: AsRef<[u8]>>(keys: &[K]) -> Self {
+        let keys = keys.iter().map(AsRef::as_ref);
+        CKeys {
+            ptrs: keys.clone().map(|k| k.as_ptr().cast()).collect(),
+            lens: keys.clone().map(<[u8]>::len).collect(),
+            slices: keys
+                .map(|k| leveldb_bloom::ffi::leveldb_bloom_slice {
+                    data: k.as_ptr().cast(),
+                    len: k.len(),
+                })
+                .collect(),
+        }
+    }
+}
