@@ -87,9 +87,7 @@ pub trait FilterFormat: sealed::WriteFilter {
     /// does. On error `dst` is unchanged.
     fn create_filter<I>(&self, keys: I, dst: &mut Vec<u8>) -> Result<(), Error>
     where
-        I: IntoIterator,
-        I::IntoIter: ExactSizeIterator,
-        I::Item: AsRef<[u8]>,
+        I: IntoIterator<IntoIter: ExactSizeIterator, Item: AsRef<[u8]>>,
     {
         let keys = keys.into_iter();
         let len = self.filter_len(keys.len())?;
@@ -110,9 +108,7 @@ pub trait FilterFormat: sealed::WriteFilter {
     /// bytes are needed.
     fn create_filter_into<I>(&self, keys: I, out: &mut [u8]) -> Result<usize, Error>
     where
-        I: IntoIterator,
-        I::IntoIter: ExactSizeIterator,
-        I::Item: AsRef<[u8]>,
+        I: IntoIterator<IntoIter: ExactSizeIterator, Item: AsRef<[u8]>>,
     {
         let keys = keys.into_iter();
         let needed = self.filter_len(keys.len())?;

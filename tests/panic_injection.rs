@@ -37,13 +37,11 @@ fn quiet_injected_panics() {
 }
 
 #[test]
-fn bloom_policies_answer_as_documented_after_a_panic() {
-    every_per_policy_entry_point_after_a_panic(&PolicyKind::bloom());
-}
-
-#[test]
-fn compact_policies_answer_as_documented_after_a_panic() {
-    every_per_policy_entry_point_after_a_panic(&PolicyKind::compact());
+fn every_policy_kind_answers_as_documented_after_a_panic() {
+    for kind in PolicyKind::all() {
+        println!("policy kind: {}", kind.name()); // shown if an assertion fails
+        every_per_policy_entry_point_after_a_panic(&kind);
+    }
 }
 
 /// The entry points that take no policy: creation, names, messages, version, global counts.
@@ -80,7 +78,7 @@ fn policy_free_entry_points_answer_as_documented_after_a_panic() {
 /// and builder still usable after it.
 fn every_per_policy_entry_point_after_a_panic(kind: &PolicyKind) {
     quiet_injected_panics();
-    let policy = (kind.create)();
+    let policy = kind.create();
     assert!(!policy.is_null());
     let keys: [&[u8]; 2] = [b"hello", b"world"];
     let CKeys { ptrs, lens, slices } = CKeys::new(&keys);
@@ -88,7 +86,7 @@ fn every_per_policy_entry_point_after_a_panic(kind: &PolicyKind) {
     let mut len = 0usize;
     // SAFETY: valid pointers and lengths throughout; every object is destroyed once.
     unsafe {
-        assert_eq!(leveldb_bloom_policy_format(policy), kind.format);
+        assert_eq!(leveldb_bloom_policy_format(policy), kind.format());
         assert_eq!(injected(|| leveldb_bloom_policy_format(policy)), -1);
         assert_eq!(leveldb_bloom_policy_bits_per_key(policy), 10.0);
         assert_eq!(injected(|| leveldb_bloom_policy_bits_per_key(policy)), -1.0);
@@ -111,7 +109,10 @@ fn every_per_policy_entry_point_after_a_panic(kind: &PolicyKind) {
             0
         );
         let filter = &filter[..len];
-        assert_eq!(leveldb_bloom::compact::is_compact(filter), kind.format == 1);
+        assert_eq!(
+            leveldb_bloom::compact::is_compact(filter),
+            kind.format() == 1
+        );
         let absent = (0..1000u32)
             .map(|i| i.to_le_bytes())
             .find(|k| {
@@ -317,9 +318,9 @@ fn every_per_policy_entry_point_after_a_panic(kind: &PolicyKind) {
 
         // Destruction: a panic there leaks the object but returns normally. (The object is
         // created outside `injected`: the armed panic must strike the destructor.)
-        let doomed = (kind.create_small)();
+        let doomed = kind.create_small();
         injected(|| leveldb_bloom_cb_destructor(doomed.cast()));
-        let doomed = (kind.create_small)();
+        let doomed = kind.create_small();
         injected(|| leveldb_bloom_policy_destroy(doomed));
         leveldb_bloom_policy_destroy(policy);
     }

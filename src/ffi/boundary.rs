@@ -143,22 +143,36 @@ pub(crate) unsafe fn try_results<'a>(ptr: *mut u8, len: usize) -> FfiResult<&'a 
     Ok(unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<bool>(), len) })
 }
 
-/// Passes `status` through; if it is an error, first sets every result to 1 ("may match")
-/// when `results` is usable, so that an answer can never read "no match" by accident, even
-/// after a panic inside the batch. Works outside any guard: it cannot panic.
-///
-/// # Safety
-/// A non-NULL `results` points to `len` writable bytes.
-pub(crate) unsafe fn results_may_match_on_error(
-    status: libc::c_int,
+/// The caller's results buffer of a batch query. Whatever happens, no answer reads "no
+/// match" by accident: every result is 1 ("may match") before the work starts, and again
+/// after any error or panic.
+pub(crate) struct Batch {
     results: *mut u8,
     len: usize,
-) -> libc::c_int {
-    if status != LEVELDB_BLOOM_OK as libc::c_int {
-        // SAFETY: forwarded from this function's contract.
-        let _ = unsafe { try_results(results, len) };
+}
+
+impl Batch {
+    /// # Safety
+    /// A non-NULL `results` points to `len` writable bytes that nothing else touches until
+    /// [`answer`](Self::answer) returns.
+    pub(crate) unsafe fn new(results: *mut u8, len: usize) -> Self {
+        Batch { results, len }
     }
-    status
+
+    /// Runs `body` on the results as an entry point returning a status code; on an error
+    /// (a NULL `results` with a length included) or a panic, every result is 1.
+    pub(crate) fn answer(self, body: impl FnOnce(&mut [bool]) -> FfiResult<()>) -> libc::c_int {
+        let status = guard_status(|| {
+            // SAFETY: `new`'s contract.
+            let results = unsafe { try_results(self.results, self.len) }?;
+            body(results)
+        });
+        if status != LEVELDB_BLOOM_OK as libc::c_int {
+            // SAFETY: `new`'s contract; cannot panic.
+            let _ = unsafe { try_results(self.results, self.len) };
+        }
+        status
+    }
 }
 
 /// A filter for a query: unlike a key, a NULL filter is never "empty", it is missing.

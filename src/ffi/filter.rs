@@ -2,8 +2,8 @@
 
 use std::ffi::{c_char, c_int};
 
+use super::boundary::{Batch, leveldb_bloom_slice, try_mut};
 use super::boundary::{FfiResult, KeyArray, guard_query, guard_status, try_filter, try_ref};
-use super::boundary::{leveldb_bloom_slice, results_may_match_on_error, try_mut, try_results};
 use super::boundary::{try_slice, try_zeroed_bytes_mut};
 use super::policy::leveldb_bloom_policy;
 use super::status::leveldb_bloom_status::*;
@@ -162,9 +162,9 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match_batch(
     filter_len: usize,
     results: *mut u8,
 ) -> c_int {
-    let status = guard_status(|| {
-        // SAFETY: the caller guarantees `results` holds `num_keys` writable bytes.
-        let results = unsafe { try_results(results, num_keys) }?;
+    // SAFETY: the caller guarantees `results` holds `num_keys` writable bytes.
+    let batch = unsafe { Batch::new(results, num_keys) };
+    batch.answer(|results| {
         // SAFETY: the caller's guarantees for the policy, the keys and the filter.
         let (policy, keys, filter) = unsafe {
             (
@@ -176,7 +176,5 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match_batch(
         policy.policy.keys_may_match(keys.iter(), filter, results);
         policy.stats.record_queries(results);
         Ok(())
-    });
-    // SAFETY: the caller guarantees `results` holds `num_keys` writable bytes.
-    unsafe { results_may_match_on_error(status, results, num_keys) }
+    })
 }

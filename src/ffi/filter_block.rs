@@ -3,8 +3,8 @@
 use std::ffi::{c_char, c_int};
 
 use super::boundary::try_slice;
+use super::boundary::{Batch, try_filter, try_mut, try_ref};
 use super::boundary::{FfiResult, KeyArray, destroy, guard, guard_query, guard_status};
-use super::boundary::{results_may_match_on_error, try_filter, try_mut, try_ref, try_results};
 use super::policy::leveldb_bloom_policy;
 use crate::error::Error;
 use crate::filter_block::{FilterBlockBuilder, FilterBlockReader};
@@ -200,9 +200,9 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match_batch(
     num_keys: usize,
     results: *mut u8,
 ) -> c_int {
-    let status = guard_status(|| {
-        // SAFETY: the caller guarantees `results` holds `num_keys` writable bytes.
-        let results = unsafe { try_results(results, num_keys) }?;
+    // SAFETY: the caller guarantees `results` holds `num_keys` writable bytes.
+    let batch = unsafe { Batch::new(results, num_keys) };
+    batch.answer(|results| {
         // SAFETY: the caller's guarantees for the policy, the block, offsets and keys.
         let (policy, block, offsets, keys) = unsafe {
             (
@@ -217,7 +217,5 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match_batch(
         reader.keys_may_match_with(&policy.policy, queries, results);
         policy.stats.record_queries(results);
         Ok(())
-    });
-    // SAFETY: the caller guarantees `results` holds `num_keys` writable bytes.
-    unsafe { results_may_match_on_error(status, results, num_keys) }
+    })
 }

@@ -63,37 +63,50 @@ pub fn keys_with_duplicates() -> impl proptest::strategy::Strategy<Value = Vec<V
 /// One kind of policy the C API makes, with the Rust policy that builds the same filters:
 /// tables of C API rows are written once and run for each kind.
 pub struct PolicyKind {
-    pub name: &'static str,
-    /// `leveldb_bloom_policy_format`'s answer.
-    pub format: std::ffi::c_int,
-    /// A policy at 10 bits per key.
-    pub create: fn() -> *mut leveldb_bloom::ffi::leveldb_bloom_policy,
-    /// A small policy of the kind (for rows that destroy it).
-    pub create_small: fn() -> *mut leveldb_bloom::ffi::leveldb_bloom_policy,
+    /// The policy at 10 bits per key, in Rust.
     pub rust: leveldb_bloom::FilterPolicy,
+    /// Makes a policy of the kind through the C API, at the bits per key given.
+    make: fn(f64) -> *mut leveldb_bloom::ffi::leveldb_bloom_policy,
 }
 
 impl PolicyKind {
-    pub fn bloom() -> Self {
-        use leveldb_bloom::ffi::leveldb_bloom_policy_create;
-        PolicyKind {
-            name: "bloom",
-            format: 0,
-            create: || leveldb_bloom_policy_create(10),
-            create_small: || leveldb_bloom_policy_create(1),
-            rust: leveldb_bloom::BloomPolicy::new(10).unwrap().into(),
+    /// Bloom, then compact.
+    pub fn all() -> [PolicyKind; 2] {
+        use leveldb_bloom::ffi::{
+            leveldb_bloom_policy_create, leveldb_bloom_policy_create_compact,
+        };
+        [
+            PolicyKind {
+                rust: leveldb_bloom::BloomPolicy::new(10).unwrap().into(),
+                make: |bits_per_key| leveldb_bloom_policy_create(bits_per_key as std::ffi::c_int),
+            },
+            PolicyKind {
+                rust: leveldb_bloom::CompactPolicy::new(10.0).unwrap().into(),
+                make: |bits_per_key| leveldb_bloom_policy_create_compact(bits_per_key),
+            },
+        ]
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self.rust.format() {
+            leveldb_bloom::Format::Bloom => "bloom",
+            leveldb_bloom::Format::Compact => "compact",
         }
     }
 
-    pub fn compact() -> Self {
-        use leveldb_bloom::ffi::leveldb_bloom_policy_create_compact as create;
-        PolicyKind {
-            name: "compact",
-            format: 1,
-            create: || create(10.0),
-            create_small: || create(1.5),
-            rust: leveldb_bloom::CompactPolicy::new(10.0).unwrap().into(),
-        }
+    /// `leveldb_bloom_policy_format`'s answer.
+    pub fn format(&self) -> std::ffi::c_int {
+        self.rust.format() as std::ffi::c_int
+    }
+
+    /// A policy at 10 bits per key, as `rust`.
+    pub fn create(&self) -> *mut leveldb_bloom::ffi::leveldb_bloom_policy {
+        (self.make)(10.0)
+    }
+
+    /// A small policy of the kind (1 or 1.5 bits per key), for rows that destroy it.
+    pub fn create_small(&self) -> *mut leveldb_bloom::ffi::leveldb_bloom_policy {
+        (self.make)(1.5)
     }
 }
 
