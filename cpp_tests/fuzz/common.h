@@ -154,6 +154,17 @@ struct KeySet {
   std::vector<leveldb_bloom_slice> rust_slices;
 
   void add(std::string k) { keys.push_back(std::move(k)); }
+  // Length-prefixed keys from the rest of `in` (at most `max_explicit`), then the keys
+  // 0..synthetic-1 as 4-byte little-endian numbers; sealed.
+  void read(Input& in, size_t max_explicit, uint32_t synthetic) {
+    while (!in.empty() && keys.size() < max_explicit) add(in.lp_bytes());
+    for (uint32_t i = 0; i < synthetic; i++) {
+      char k[4];
+      std::memcpy(k, &i, 4);  // little-endian host (x86_64)
+      add(std::string(k, 4));
+    }
+    seal();
+  }
   // Call after the last add: the arrays point into `keys`.
   void seal() {
     ptrs.clear();

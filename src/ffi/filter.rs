@@ -163,8 +163,7 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match_batch(
     results: *mut u8,
 ) -> c_int {
     // SAFETY: the caller guarantees `results` holds `num_keys` writable bytes.
-    let batch = unsafe { Batch::new(results, num_keys) };
-    batch.answer(|results| {
+    unsafe { Batch::new(results, num_keys) }.answer(|results| {
         // SAFETY: the caller's guarantees for the policy, the keys and the filter.
         let (policy, keys, filter) = unsafe {
             (

@@ -201,8 +201,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match_batch(
     results: *mut u8,
 ) -> c_int {
     // SAFETY: the caller guarantees `results` holds `num_keys` writable bytes.
-    let batch = unsafe { Batch::new(results, num_keys) };
-    batch.answer(|results| {
+    unsafe { Batch::new(results, num_keys) }.answer(|results| {
         // SAFETY: the caller's guarantees for the policy, the block, offsets and keys.
         let (policy, block, offsets, keys) = unsafe {
             (

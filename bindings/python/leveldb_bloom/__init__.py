@@ -7,7 +7,7 @@ to LevelDB 1.23, through ctypes over the leveldb-bloom C library (``libleveldb_b
 ...     policy.may_match(b"hello", f)
 True
 
-Opt-in, ``BloomPolicy.compact(bits_per_key)`` and ``BloomPolicy.for_fp_rate(rate, format)``
+Opt-in, ``CompactPolicy(bits_per_key)`` and ``FilterPolicy.for_fp_rate(rate, format)``
 make policies of the compact format (``Format.COMPACT``): filters as long as LevelDB's Bloom
 filters at the same bits per key with about a third of their false positives, which stock
 LevelDB answers "may match"; such a policy still answers LevelDB's Bloom filters as LevelDB
@@ -17,11 +17,11 @@ Keys, filters and blocks are byte strings: ``bytes``, ``bytearray`` or ``memoryv
 (anything else is a ``TypeError``). The library is found through ``$LEVELDB_BLOOM_LIB``,
 next to this package, or on the system library path; see ``leveldb_bloom._native``.
 
-Ownership: each ``BloomPolicy`` and ``FilterBlockBuilder`` owns one C object, freed exactly
+Ownership: each ``FilterPolicy`` and ``FilterBlockBuilder`` owns one C object, freed exactly
 once by ``close()``, by leaving its ``with`` block, or when it is garbage collected.
 Methods of a closed object raise ``ValueError``.
 
-Thread safety (as in the C header): a ``BloomPolicy`` is immutable and may be used by any
+Thread safety (as in the C header): a ``FilterPolicy`` is immutable and may be used by any
 number of threads at once; the C calls run without the GIL. Closing a policy while other
 threads are inside one of its calls is safe: the C object is freed when the last of those
 calls returns. A ``FilterBlockBuilder`` is for one thread at a time; this wrapper
@@ -36,6 +36,7 @@ import math
 import numbers
 import operator
 import threading
+import warnings
 from typing import Any, Iterable, List, NamedTuple, Optional, Sequence, Union
 
 from . import _native
@@ -45,9 +46,11 @@ __version__ = "0.1.0"
 __all__ = [
     "AlreadyFinishedError",
     "BloomPolicy",
+    "CompactPolicy",
     "BufferTooSmallError",
     "BytesLike",
     "FilterBlockBuilder",
+    "FilterPolicy",
     "Format",
     "InvalidArgumentError",
     "LevelDBBloomError",
@@ -302,56 +305,42 @@ def _as_format(value: Any) -> Format:
         raise ValueError(f"unknown format {code}; the formats are {known}") from None
 
 
-class BloomPolicy:
+class _Owned:
+    """Owns one C object: freed by ``close()``, at the end of a ``with`` block, or when
+    collected."""
+
+    def close(self) -> None:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+
+class FilterPolicy(_Owned):
     """LevelDB's built-in filter policy (``leveldb.BuiltinBloomFilter2``) for one
-    bits-per-key setting: LevelDB's Bloom filters or, opt-in, the compact format.
-
-    ``BloomPolicy(bits_per_key)`` builds the filters of LevelDB's
-    ``NewBloomFilterPolicy(bits_per_key)``. ``bits_per_key`` 0 is valid; a negative one is
-    a ``ValueError``, one above ``INT_MAX`` an ``OverflowError``.
-
-    ``BloomPolicy.compact(bits_per_key)`` builds compact filters, and
-    ``BloomPolicy.for_fp_rate(rate, format)`` picks the bits per key for a target
-    false-positive rate. Every policy, of either format, answers every filter: LevelDB's
-    Bloom filters exactly as LevelDB does, compact filters by their fingerprints (a Bloom
-    policy, like stock LevelDB, answers compact filters "may match").
+    bits-per-key setting, of either format: made by ``BloomPolicy(bits_per_key)`` (LevelDB's
+    Bloom filters), ``CompactPolicy(bits_per_key)`` (the opt-in compact format) or
+    ``FilterPolicy.for_fp_rate(rate, format)``. Every policy, of either format, answers
+    every filter: LevelDB's Bloom filters exactly as LevelDB does, compact filters by their
+    fingerprints (a Bloom policy, like stock LevelDB, answers compact filters "may match").
     """
 
-    def __init__(self, bits_per_key: int) -> None:
-        self._ptr: Optional[int] = None  # first, so that __del__ works if __init__ raises
+    def __init__(self) -> None:
+        self._ptr: Optional[int] = None  # first, so that __del__ works
         self._closed = True
-        bpk = _index_in(bits_per_key, 0, _native.INT_MAX, "bits_per_key")
-        self._adopt(_lib.leveldb_bloom_policy_create(bpk), "leveldb_bloom_policy_create")
-
-    @classmethod
-    def compact(cls, bits_per_key: float) -> "BloomPolicy":
-        """A policy of the compact format (``Format.COMPACT``): filters as long as LevelDB's
-        Bloom filters at the same bits per key, with about a third of the false positives.
-        Their last byte (32 to 255) makes stock LevelDB answer "may match", so tables written
-        with them stay readable everywhere; the policy keeps LevelDB's name and answers
-        LevelDB's Bloom filters as LevelDB does.
-
-        ``bits_per_key`` may be fractional, from 0 to 32 (below about 3 no fingerprint fits
-        and the filters answer "may match" for every key); anything else, NaN and the
-        infinities included, is a ``ValueError``, and a value that is not a real number a
-        ``TypeError``.
-        """
-        bpk = _as_real(bits_per_key, "bits_per_key")
-        if not 0.0 <= bpk <= _native.COMPACT_MAX_BITS_PER_KEY:  # NaN fails too
-            raise ValueError(
-                "bits_per_key of a compact policy must be a number from 0 to "
-                f"{_native.COMPACT_MAX_BITS_PER_KEY:g}, got {bits_per_key!r}"
-            )
-        policy = cls.__new__(cls)
-        policy._ptr = None
-        policy._closed = True
-        policy._adopt(
-            _lib.leveldb_bloom_policy_create_compact(bpk), "leveldb_bloom_policy_create_compact"
+        raise TypeError(
+            "make a policy with BloomPolicy(bits_per_key), CompactPolicy(bits_per_key) or "
+            "FilterPolicy.for_fp_rate(rate, format)"
         )
-        return policy
 
     @classmethod
-    def for_fp_rate(cls, rate: float, format: Format = Format.BLOOM) -> "BloomPolicy":
+    def for_fp_rate(cls, rate: float, format: Format = Format.BLOOM) -> "FilterPolicy":
         """The policy of ``format`` with the fewest bits per key expected to give at most
         ``rate`` false positives (``leveldb_bloom_policy_create_for_fp_rate``).
 
@@ -380,7 +369,8 @@ class BloomPolicy:
                 raise ValueError(
                     f"rate {rate!r} is beyond the reach of the {fmt.name} format"
                 )
-        policy = cls.__new__(cls)
+        policy_class = CompactPolicy if fmt == Format.COMPACT else BloomPolicy
+        policy = policy_class.__new__(policy_class)
         policy._ptr = None
         policy._closed = True
         policy._adopt(ptr, "leveldb_bloom_policy_create_for_fp_rate")
@@ -409,7 +399,7 @@ class BloomPolicy:
     def _acquire(self) -> int:
         with self._lock:
             if self._closed:
-                raise ValueError("operation on a closed BloomPolicy")
+                raise ValueError(f"operation on a closed {type(self).__name__}")
             self._users += 1
             return self._ptr  # type: ignore[return-value]
 
@@ -441,26 +431,15 @@ class BloomPolicy:
     def closed(self) -> bool:
         return self._closed
 
-    def __enter__(self) -> "BloomPolicy":
+    def __enter__(self) -> "FilterPolicy":
         if self._closed:
-            raise ValueError("operation on a closed BloomPolicy")
+            raise ValueError(f"operation on a closed {type(self).__name__}")
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
 
     def __repr__(self) -> str:
         state = ", closed" if self._closed else ""
         bpk = getattr(self, "_bits_per_key", "?")
-        if getattr(self, "_format", Format.BLOOM) == Format.COMPACT:
-            return f"BloomPolicy.compact(bits_per_key={bpk!r}{state})"
-        return f"BloomPolicy(bits_per_key={bpk}{state})"
+        return f"{type(self).__name__}(bits_per_key={bpk!r}{state})"
 
     @property
     def name(self) -> str:
@@ -565,7 +544,59 @@ class BloomPolicy:
 # --------------------------------------------------------------------------- filter blocks
 
 
-class FilterBlockBuilder:
+class BloomPolicy(FilterPolicy):
+    """LevelDB's Bloom filter policy: ``BloomPolicy(bits_per_key)`` builds the filters of
+    LevelDB's ``NewBloomFilterPolicy(bits_per_key)``. ``bits_per_key`` 0 is valid; a negative
+    one is a ``ValueError``, one above ``INT_MAX`` an ``OverflowError``.
+    """
+
+    def __init__(self, bits_per_key: int) -> None:
+        self._ptr: Optional[int] = None  # first, so that __del__ works if __init__ raises
+        self._closed = True
+        bpk = _index_in(bits_per_key, 0, _native.INT_MAX, "bits_per_key")
+        self._adopt(_lib.leveldb_bloom_policy_create(bpk), "leveldb_bloom_policy_create")
+
+    @classmethod
+    def compact(cls, bits_per_key: float) -> "CompactPolicy":
+        """Deprecated alias of ``CompactPolicy(bits_per_key)`` (a compact policy is not a
+        Bloom policy); warns with ``DeprecationWarning``."""
+        warnings.warn(
+            "BloomPolicy.compact(bits_per_key) is deprecated: use CompactPolicy(bits_per_key)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return CompactPolicy(bits_per_key)
+
+
+class CompactPolicy(FilterPolicy):
+    """The opt-in compact filter policy (``Format.COMPACT``).
+
+    ``CompactPolicy(bits_per_key)``: filters as long as LevelDB's Bloom filters at the same
+    bits per key, with about a third of the false positives. Their last byte (32 to 255)
+    makes stock LevelDB answer "may match", so tables written with them stay readable
+    everywhere; the policy keeps LevelDB's name and answers LevelDB's Bloom filters as
+    LevelDB does.
+
+    ``bits_per_key`` may be fractional, from 0 to 32 (below about 3 no fingerprint fits and
+    the filters answer "may match" for every key); anything else, NaN and the infinities
+    included, is a ``ValueError``, and a value that is not a real number a ``TypeError``.
+    """
+
+    def __init__(self, bits_per_key: float) -> None:
+        self._ptr: Optional[int] = None  # first, so that __del__ works if __init__ raises
+        self._closed = True
+        bpk = _as_real(bits_per_key, "bits_per_key")
+        if not 0.0 <= bpk <= _native.COMPACT_MAX_BITS_PER_KEY:  # NaN fails too
+            raise ValueError(
+                "bits_per_key of a compact policy must be a number from 0 to "
+                f"{_native.COMPACT_MAX_BITS_PER_KEY:g}, got {bits_per_key!r}"
+            )
+        self._adopt(
+            _lib.leveldb_bloom_policy_create_compact(bpk), "leveldb_bloom_policy_create_compact"
+        )
+
+
+class FilterBlockBuilder(_Owned):
     """Builds the filter block of one LevelDB table, as LevelDB's ``FilterBlockBuilder``.
 
     Call ``start_block(offset)`` for each data block (0 first, then the offset past each
@@ -575,10 +606,10 @@ class FilterBlockBuilder:
     offset in a 2 KiB window before one already started raises ``OffsetBackwardsError``.
     """
 
-    def __init__(self, policy: BloomPolicy) -> None:
+    def __init__(self, policy: FilterPolicy) -> None:
         self._ptr: Optional[int] = None
-        if not isinstance(policy, BloomPolicy):
-            raise TypeError(f"policy must be a BloomPolicy, not {type(policy).__name__}")
+        if not isinstance(policy, FilterPolicy):
+            raise TypeError(f"policy must be a FilterPolicy, not {type(policy).__name__}")
         p = policy._acquire()
         try:
             ptr = _lib.leveldb_bloom_filter_block_builder_create(p)
@@ -646,24 +677,16 @@ class FilterBlockBuilder:
         self._live()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
 
 
 def filter_block_may_match(
-    policy: BloomPolicy, block: BytesLike, block_offset: int, key: BytesLike
+    policy: FilterPolicy, block: BytesLike, block_offset: int, key: BytesLike
 ) -> bool:
     """Whether ``key`` may be in the data block at ``block_offset`` of the table whose filter
     block is ``block``, answered exactly as LevelDB's ``FilterBlockReader`` (malformed blocks
     answer "may match")."""
-    if not isinstance(policy, BloomPolicy):
-        raise TypeError(f"policy must be a BloomPolicy, not {type(policy).__name__}")
+    if not isinstance(policy, FilterPolicy):
+        raise TypeError(f"policy must be a FilterPolicy, not {type(policy).__name__}")
     b = _as_bytes(block, "block")
     off = _index_in(block_offset, 0, _native.UINT64_MAX, "block_offset")
     k = _as_bytes(key, "key")
@@ -675,7 +698,7 @@ def filter_block_may_match(
 
 
 def filter_block_may_match_batch(
-    policy: BloomPolicy,
+    policy: FilterPolicy,
     block: BytesLike,
     block_offsets: Union[int, Sequence[int]],
     keys: Iterable[BytesLike],
@@ -683,8 +706,8 @@ def filter_block_may_match_batch(
     """``filter_block_may_match`` for many queries in one C call: query ``i`` asks about
     ``keys[i]`` in the data block at ``block_offsets[i]`` (or at ``block_offsets`` for
     every key, if it is an int)."""
-    if not isinstance(policy, BloomPolicy):
-        raise TypeError(f"policy must be a BloomPolicy, not {type(policy).__name__}")
+    if not isinstance(policy, FilterPolicy):
+        raise TypeError(f"policy must be a FilterPolicy, not {type(policy).__name__}")
     b = _as_bytes(block, "block")
     arrays = _KeyArrays(_as_key_list(keys))
     if isinstance(block_offsets, int):

@@ -1,4 +1,4 @@
-"""The opt-in compact format: BloomPolicy.compact, BloomPolicy.for_fp_rate, Format.
+"""The opt-in compact format: CompactPolicy, FilterPolicy.for_fp_rate, Format.
 
 Compact filters are as long as LevelDB's Bloom filters at the same bits per key, have far
 fewer false positives, and end in a byte of 32 or more (all zero when too few bits per key
@@ -16,7 +16,7 @@ import pytest
 
 import leveldb_bloom as lb
 from conftest import VECTORS_DATA, rand_bytes
-from test_filter_block import build, expected_block
+from test_filter_block import build
 
 FILTERS = VECTORS_DATA["filters"]
 MALFORMED = VECTORS_DATA["malformed"]
@@ -46,15 +46,32 @@ def test_format_enum():
 
 @pytest.mark.parametrize("bpk", [0, 0.5, 3, 7.25, 10, 10.5, 32])
 def test_compact_properties(bpk):
-    with lb.BloomPolicy.compact(bpk) as p:
-        assert isinstance(p, lb.BloomPolicy)
+    with lb.CompactPolicy(bpk) as p:
+        assert isinstance(p, lb.CompactPolicy) and isinstance(p, lb.FilterPolicy)
+        assert not isinstance(p, lb.BloomPolicy)
         assert p.format is lb.Format.COMPACT
         assert isinstance(p.bits_per_key, float) and p.bits_per_key == bpk
         assert p.name == "leveldb.BuiltinBloomFilter2"
-        assert repr(p) == f"BloomPolicy.compact(bits_per_key={float(bpk)!r})"
+        assert repr(p) == f"CompactPolicy(bits_per_key={float(bpk)!r})"
     # Still readable once closed.
     assert p.closed and p.format is lb.Format.COMPACT and p.bits_per_key == bpk
     assert "closed" in repr(p)
+
+
+def test_compact_alias_is_deprecated():
+    with pytest.warns(DeprecationWarning, match="CompactPolicy"):
+        p = lb.BloomPolicy.compact(10)
+    with p:
+        assert isinstance(p, lb.CompactPolicy) and p.format is lb.Format.COMPACT
+
+
+def test_policies_are_made_by_their_own_class():
+    with pytest.raises(TypeError, match="BloomPolicy"):
+        lb.FilterPolicy()
+    with lb.FilterPolicy.for_fp_rate(0.01, lb.Format.COMPACT) as c:
+        assert isinstance(c, lb.CompactPolicy)
+    with lb.FilterPolicy.for_fp_rate(0.01) as b:
+        assert isinstance(b, lb.BloomPolicy)
 
 
 def test_bloom_properties_unchanged():
@@ -66,9 +83,9 @@ def test_bloom_properties_unchanged():
 
 def test_compact_accepts_real_numbers():
     for bpk in (10, 10.0, Fraction(21, 2), True):
-        with lb.BloomPolicy.compact(bpk) as p:
+        with lb.CompactPolicy(bpk) as p:
             assert p.bits_per_key == float(bpk)
-    with lb.BloomPolicy.compact(-0.0) as p:
+    with lb.CompactPolicy(-0.0) as p:
         assert p.bits_per_key == 0
 
 
@@ -77,22 +94,22 @@ def test_compact_accepts_real_numbers():
 )
 def test_compact_invalid_bits_per_key_is_a_value_error(bad):
     with pytest.raises(ValueError, match="from 0 to 32"):
-        lb.BloomPolicy.compact(bad)
+        lb.CompactPolicy(bad)
 
 
 @pytest.mark.parametrize("bad", ["10", b"10", None, 1j, [10], object()])
 def test_compact_non_number_is_a_type_error(bad):
     with pytest.raises(TypeError):
-        lb.BloomPolicy.compact(bad)  # type: ignore[arg-type]
+        lb.CompactPolicy(bad)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("rate", [0.5, 0.1, 0.01, 0.001, 1e-6])
 def test_for_fp_rate_compact(rate):
-    with lb.BloomPolicy.for_fp_rate(rate, lb.Format.COMPACT) as p:
+    with lb.FilterPolicy.for_fp_rate(rate, lb.Format.COMPACT) as p:
         assert p.format is lb.Format.COMPACT
         assert p.bits_per_key == pytest.approx(math.log2(1 / rate) + 1.75)
     # The int value of the format works too.
-    with lb.BloomPolicy.for_fp_rate(rate, 1) as q:
+    with lb.FilterPolicy.for_fp_rate(rate, 1) as q:
         assert q.format is lb.Format.COMPACT and q.bits_per_key == p.bits_per_key
 
 
@@ -102,7 +119,7 @@ def test_for_fp_rate_bloom_is_leveldbs_policy(rate):
     filters, byte for byte; the default format is Bloom."""
     rng = random.Random(int(-math.log10(rate)))
     keys = random_keys(rng, 100)
-    with lb.BloomPolicy.for_fp_rate(rate) as p:
+    with lb.FilterPolicy.for_fp_rate(rate) as p:
         assert p.format is lb.Format.BLOOM
         bpk = p.bits_per_key
         assert isinstance(bpk, int) and 1 <= bpk <= 100
@@ -114,13 +131,13 @@ def test_for_fp_rate_bloom_is_leveldbs_policy(rate):
         assert bpk == 1 or model(bpk - 1) > rate
         with lb.BloomPolicy(bpk) as q:
             assert p.create_filter(keys) == q.create_filter(keys)
-    with lb.BloomPolicy.for_fp_rate(rate, lb.Format.BLOOM) as p2:
+    with lb.FilterPolicy.for_fp_rate(rate, lb.Format.BLOOM) as p2:
         assert p2.bits_per_key == bpk
 
 
 def test_for_fp_rate_smaller_rates_cost_more_bits():
     for fmt in lb.Format:
-        bits = [lb.BloomPolicy.for_fp_rate(r, fmt).bits_per_key for r in (0.1, 0.01, 0.001)]
+        bits = [lb.FilterPolicy.for_fp_rate(r, fmt).bits_per_key for r in (0.1, 0.01, 0.001)]
         assert bits == sorted(bits) and len(set(bits)) == 3
 
 
@@ -128,7 +145,7 @@ def test_for_fp_rate_smaller_rates_cost_more_bits():
 @pytest.mark.parametrize("fmt", list(lb.Format))
 def test_for_fp_rate_out_of_range_is_a_value_error(rate, fmt):
     with pytest.raises(ValueError, match=r"in \(0, 1\)"):
-        lb.BloomPolicy.for_fp_rate(rate, fmt)
+        lb.FilterPolicy.for_fp_rate(rate, fmt)
 
 
 @pytest.mark.parametrize("fmt", list(lb.Format))
@@ -136,29 +153,29 @@ def test_for_fp_rate_out_of_reach_is_a_value_error(fmt):
     # Bloom reaches about 2.5e-18 (100 bits per key), compact 2**-30.25 (32 bits per key).
     for rate in (1e-300, 1e-20, 5e-324):
         with pytest.raises(ValueError, match="beyond the reach") as e:
-            lb.BloomPolicy.for_fp_rate(rate, fmt)
+            lb.FilterPolicy.for_fp_rate(rate, fmt)
         assert not isinstance(e.value, MemoryError)
     with pytest.raises(ValueError, match="beyond the reach of the COMPACT format"):
-        lb.BloomPolicy.for_fp_rate(2.0**-31, lb.Format.COMPACT)
-    lb.BloomPolicy.for_fp_rate(2.0**-30, lb.Format.COMPACT).close()
+        lb.FilterPolicy.for_fp_rate(2.0**-31, lb.Format.COMPACT)
+    lb.FilterPolicy.for_fp_rate(2.0**-30, lb.Format.COMPACT).close()
 
 
 @pytest.mark.parametrize("fmt", [2, -1, 100])
 def test_for_fp_rate_unknown_format_is_a_value_error(fmt):
     with pytest.raises(ValueError, match="unknown format"):
-        lb.BloomPolicy.for_fp_rate(0.01, fmt)  # type: ignore[arg-type]
+        lb.FilterPolicy.for_fp_rate(0.01, fmt)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("fmt", ["compact", 1.0, None])
 def test_for_fp_rate_format_not_an_int_is_a_type_error(fmt):
     with pytest.raises(TypeError):
-        lb.BloomPolicy.for_fp_rate(0.01, fmt)  # type: ignore[arg-type]
+        lb.FilterPolicy.for_fp_rate(0.01, fmt)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("rate", ["0.01", None, b"x"])
 def test_for_fp_rate_non_number_is_a_type_error(rate):
     with pytest.raises(TypeError):
-        lb.BloomPolicy.for_fp_rate(rate)  # type: ignore[arg-type]
+        lb.FilterPolicy.for_fp_rate(rate)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------ filters
@@ -167,7 +184,7 @@ def test_for_fp_rate_non_number_is_a_type_error(rate):
 @pytest.mark.parametrize("bits_per_key", [0, 1, 2.5, 3, 4.5, 6, 8, 10, 12.75, 16, 24, 32])
 def test_no_false_negatives(bits_per_key):
     rng = random.Random(f"compact-{bits_per_key}")
-    with lb.BloomPolicy.compact(bits_per_key) as p:
+    with lb.CompactPolicy(bits_per_key) as p:
         for n in (0, 1, 2, 7, 64, 100, 500, 3000):
             keys = random_keys(rng, n)
             f = p.create_filter(keys)
@@ -184,7 +201,7 @@ def test_no_false_negatives(bits_per_key):
 @pytest.mark.parametrize("bits_per_key", [0, 1, 2, 3, 4, 5, 7, 8, 10, 12, 16, 20, 25, 31, 32])
 def test_same_length_as_bloom(bits_per_key):
     rng = random.Random(bits_per_key)
-    with lb.BloomPolicy.compact(bits_per_key) as c, lb.BloomPolicy(bits_per_key) as b:
+    with lb.CompactPolicy(bits_per_key) as c, lb.BloomPolicy(bits_per_key) as b:
         for n in (0, 1, 5, 6, 7, 10, 64, 100, 999, 4096):
             assert c.filter_len(n) == b.filter_len(n)
             keys = random_keys(rng, n)
@@ -195,7 +212,7 @@ def test_same_length_as_bloom(bits_per_key):
 def test_fractional_bits_per_key_lengths():
     """max(ceil(n * bits_per_key), 64) bits, rounded up to bytes, plus the marker byte."""
     for bpk in (0.5, 2.5, 7.3, 10.5, 13.9, 31.99):
-        with lb.BloomPolicy.compact(bpk) as p:
+        with lb.CompactPolicy(bpk) as p:
             for n in (0, 1, 3, 10, 77, 1000):
                 bits = max(math.ceil(n * bpk), 64)
                 assert p.filter_len(n) == (bits + 7) // 8 + 1
@@ -218,7 +235,7 @@ def test_leveldb_answers_may_match_for_filters_ending_in_31_or_more_or_0():
 @pytest.mark.parametrize("bits_per_key", [0, 1, 2, 3, 5, 8, 10, 16, 32])
 def test_bloom_policy_answers_compact_filters_may_match(bits_per_key):
     rng = random.Random(100 + bits_per_key)
-    with lb.BloomPolicy.compact(bits_per_key) as c:
+    with lb.CompactPolicy(bits_per_key) as c:
         for n in (0, 1, 10, 100, 1000):
             keys = random_keys(rng, n)
             f = c.create_filter(keys)
@@ -235,7 +252,7 @@ def test_bloom_policy_answers_compact_filters_may_match(bits_per_key):
 def test_compact_filters_differ_from_bloom_filters():
     rng = random.Random(3)
     keys = random_keys(rng, 100)
-    with lb.BloomPolicy.compact(10) as c, lb.BloomPolicy(10) as b:
+    with lb.CompactPolicy(10) as c, lb.BloomPolicy(10) as b:
         assert c.create_filter(keys) != b.create_filter(keys)
         # Its own filters the compact policy reads as compact; LevelDB's as LevelDB.
         assert all(c.may_match_batch(keys, b.create_filter(keys)))
@@ -253,7 +270,7 @@ def test_compact_policy_answers_leveldb_filters_as_leveldb(case, bits_per_key):
     probes = KEY_SETS[case["key_set"]]["probes"]
     f = bytes.fromhex(case["filter"])
     assert 1 <= f[-1] <= 30  # LevelDB's probe count
-    with lb.BloomPolicy.compact(bits_per_key) as p:
+    with lb.CompactPolicy(bits_per_key) as p:
         assert [p.may_match(k, f) for k in probes] == case["answers"]
         assert p.may_match_batch(probes, f) == case["answers"]
 
@@ -264,7 +281,7 @@ def test_compact_policy_answers_malformed_leveldb_filters_as_leveldb(case):
     more bytes ending in 32 or more), where LevelDB answers "may match" without looking."""
     probes = [bytes.fromhex(k) for k in case["probes"]]
     f = bytes.fromhex(case["filter"])
-    with lb.BloomPolicy.compact(10) as p:
+    with lb.CompactPolicy(10) as p:
         got = [p.may_match(k, f) for k in probes]
         assert p.may_match_batch(probes, f) == got
         if len(f) < 2 or f[-1] < MARKER_MIN:
@@ -278,7 +295,7 @@ def test_false_positive_rate_well_below_bloom():
     deviations away from both measurements (and the seed is fixed)."""
     rng = random.Random(20240607)
     bloom_fp = compact_fp = probes = 0
-    with lb.BloomPolicy.compact(10) as c, lb.BloomPolicy(10) as b:
+    with lb.CompactPolicy(10) as c, lb.BloomPolicy(10) as b:
         for _ in range(200):
             keys = [rand_bytes(rng, 16) for _ in range(100)]
             absent = [rand_bytes(rng, 17) for _ in range(1000)]  # 17 bytes: never a key
@@ -298,7 +315,7 @@ def test_for_fp_rate_compact_meets_its_target():
     """for_fp_rate(1%, COMPACT) measured on 100-key filters: about 1%, well under 2%."""
     rng = random.Random(11)
     fp = probes = 0
-    with lb.BloomPolicy.for_fp_rate(0.01, lb.Format.COMPACT) as p:
+    with lb.FilterPolicy.for_fp_rate(0.01, lb.Format.COMPACT) as p:
         for _ in range(100):
             keys = [rand_bytes(rng, 16) for _ in range(100)]
             absent = [rand_bytes(rng, 17) for _ in range(1000)]
@@ -313,7 +330,7 @@ def test_too_few_bits_per_key_match_everything():
     """Below about 3 bits per key no fingerprint fits: the filter answers "may match"."""
     rng = random.Random(5)
     for bpk in (0, 1):
-        with lb.BloomPolicy.compact(bpk) as p:
+        with lb.CompactPolicy(bpk) as p:
             keys = random_keys(rng, 100)
             f = p.create_filter(keys)
             assert all(p.may_match_batch(random_keys(rng, 300), f))
@@ -322,54 +339,21 @@ def test_too_few_bits_per_key_match_everything():
 # ------------------------------------------------------------------ filter blocks and stats
 
 
-@pytest.mark.parametrize("bits_per_key", [0, 2.5, 10, 16, 32])
-def test_filter_block_round_trip(bits_per_key):
-    rng = random.Random(f"block-{bits_per_key}")
-    blocks = []
-    offset = 0
-    for i in range(12):
-        n = rng.choice([0, 1, 5, 50, 200])
-        keys = [b"block%d-key%d-" % (i, j) + rand_bytes(rng, rng.randrange(8)) for j in range(n)]
-        blocks.append((offset, keys))
-        offset += rng.choice([100, 1500, 2048, 3000, 9000])
-    with lb.BloomPolicy.compact(bits_per_key) as p:
-        block = build(p, blocks)
-        # LevelDB's filter block layout, with the compact policy's filters in it.
-        assert block == expected_block(p, blocks)
-        offsets, keys = [], []
-        for off, ks in blocks:
-            for k in ks:
-                assert lb.filter_block_may_match(p, block, off, k)
-                offsets.append(off)
-                keys.append(k)
-        assert all(lb.filter_block_may_match_batch(p, block, offsets, keys))
-        absent = [b"absent-%d" % i for i in range(len(keys))]
-        single = [lb.filter_block_may_match(p, block, o, k) for o, k in zip(offsets, absent)]
-        assert lb.filter_block_may_match_batch(p, block, offsets, absent) == single
-        if bits_per_key >= 10:
-            assert single.count(False) > 0.95 * len(single)
-    # A Bloom policy (as stock LevelDB) reads the block: "may match" for any key in a data
-    # block with keys (its filter is compact, or all zero).
-    with lb.BloomPolicy(10) as b:
-        assert all(lb.filter_block_may_match_batch(b, block, offsets, keys))
-        assert all(lb.filter_block_may_match_batch(b, block, offsets, absent))
-
-
 def test_builder_outlives_compact_policy():
-    p = lb.BloomPolicy.compact(10)
+    p = lb.CompactPolicy(10)
     b = lb.FilterBlockBuilder(p)
     p.close()
     b.start_block(0)
     b.add_keys([b"key", b"other"])
     block = b.finish()
     b.close()
-    with lb.BloomPolicy.compact(10) as q:
+    with lb.CompactPolicy(10) as q:
         assert lb.filter_block_may_match(q, block, 0, b"key")
         assert not lb.filter_block_may_match(q, block, 0, b"absent-key-0")
 
 
 def test_compact_stats():
-    with lb.BloomPolicy.compact(10) as p:
+    with lb.CompactPolicy(10) as p:
         f = p.create_filter([b"a", b"b", b"b"])
         answers = [p.may_match(k, f) for k in (b"a", b"b", b"x", b"y")]
         answers += p.may_match_batch([b"a", b"q"], f)
@@ -383,7 +367,7 @@ def test_compact_stats():
 
 
 def test_closed_compact_policy_refuses_work():
-    p = lb.BloomPolicy.compact(10)
+    p = lb.CompactPolicy(10)
     f = p.create_filter([b"a"])
     p.close()
     p.close()

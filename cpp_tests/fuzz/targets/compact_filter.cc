@@ -226,13 +226,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (synthetic > kMaxSyntheticKeys) synthetic = kMaxSyntheticKeys;
   const std::string arbitrary = in.lp_bytes();
   fuzz::KeySet keys;
-  while (!in.empty() && keys.size() < kMaxExplicitKeys) keys.add(in.lp_bytes());
-  for (uint32_t i = 0; i < synthetic; i++) {
-    char k[4];
-    std::memcpy(k, &i, 4);  // little-endian host (x86_64)
-    keys.add(std::string(k, 4));
-  }
-  keys.seal();
+  keys.read(in, kMaxExplicitKeys, static_cast<uint32_t>(synthetic));
   const size_t n = keys.size();
 
   const Made made = make_policy(flags & 3, param);

@@ -53,13 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t synthetic = in.varint();
   if (synthetic > kMaxSyntheticKeys) synthetic = kMaxSyntheticKeys;
   fuzz::KeySet keys;
-  while (!in.empty() && keys.size() < kMaxExplicitKeys) keys.add(in.lp_bytes());
-  for (uint32_t i = 0; i < synthetic; i++) {
-    char k[4];
-    std::memcpy(k, &i, 4);  // little-endian host (x86_64)
-    keys.add(std::string(k, 4));
-  }
-  keys.seal();
+  keys.read(in, kMaxExplicitKeys, static_cast<uint32_t>(synthetic));
   const size_t n = keys.size();
 
   // Any int is a status code to describe; unknown ones get "unknown status".

@@ -9,11 +9,7 @@
 //   flags bit 7:    query the filter at an odd address inside a larger buffer
 #include "common.h"
 
-namespace {
-
 constexpr size_t kMaxKeys = 1024;
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Input in(data, size);

@@ -10,11 +10,7 @@
 //   flags bit 7:    offsets are taken relative to the previous one (small steps)
 #include "common.h"
 
-namespace {
-
 constexpr size_t kMaxQueries = 1024;
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Input in(data, size);
