@@ -21,21 +21,13 @@ const markerMin = 32
 func mustCompact(t *testing.T, bpk float64) *Policy {
 	t.Helper()
 	p, err := NewCompactPolicy(bpk)
-	if err != nil {
-		t.Fatalf("NewCompactPolicy(%v): %v", bpk, err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
+	return keep(t, p, err, fmt.Sprintf("NewCompactPolicy(%v)", bpk))
 }
 
 func mustForFPRate(t *testing.T, rate float64, format Format) *Policy {
 	t.Helper()
 	p, err := NewPolicyForFPRate(rate, format)
-	if err != nil {
-		t.Fatalf("NewPolicyForFPRate(%v, %v): %v", rate, format, err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
+	return keep(t, p, err, fmt.Sprintf("NewPolicyForFPRate(%v, %v)", rate, format))
 }
 
 func randKeys(rng *rand.Rand, n, maxLen int) [][]byte {
@@ -194,17 +186,9 @@ func TestCompactNoFalseNegatives(t *testing.T) {
 			if want, _ := p.FilterLen(n); len(f) != want {
 				t.Errorf("bpk %v, %d keys: filter of %d bytes, FilterLen %d", bpk, n, len(f), want)
 			}
-			batch, err := p.MayMatchBatch(keys, f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, k := range keys {
-				if !p.MayMatch(k, f) || !batch[i] {
-					t.Fatalf("false negative: bpk %v, %d keys, key %x", bpk, n, k)
-				}
-			}
+			expectAllFound(t, p, keys, f, fmt.Sprintf("bpk %v, %d keys", bpk, n))
 			absent := randKeys(rng, 200, 40)
-			batch, _ = p.MayMatchBatch(absent, f)
+			batch, _ := p.MayMatchBatch(absent, f)
 			for i, k := range absent {
 				if p.MayMatch(k, f) != batch[i] {
 					t.Fatalf("batch differs from single for %x", k)
@@ -436,18 +420,7 @@ func TestCompactStatsAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, _ := p.CreateFilter([][]byte{[]byte("a"), []byte("b"), []byte("b")})
-	noMatch := uint64(0)
-	for _, k := range []string{"a", "b", "x", "y"} {
-		if !p.MayMatch([]byte(k), f) {
-			noMatch++
-		}
-	}
-	batch, _ := p.MayMatchBatch([][]byte{[]byte("a"), []byte("q")}, f)
-	for _, m := range batch {
-		if !m {
-			noMatch++
-		}
-	}
+	noMatch := queryCountingNoMatch(p, f, []string{"a", "b", "x", "y"}, []string{"a", "q"})
 	want := Stats{FiltersBuilt: 1, KeysAdded: 3, Queries: 6, NoMatch: noMatch}
 	if s, err := p.Stats(); err != nil || s != want {
 		t.Errorf("Stats() = %+v, %v; want %+v", s, err, want)

@@ -74,8 +74,52 @@ func unhexAll(t *testing.T, ss []string) [][]byte {
 func mustPolicy(t *testing.T, bpk int) *Policy {
 	t.Helper()
 	p, err := NewPolicy(bpk)
+	return keep(t, p, err, fmt.Sprintf("NewPolicy(%d)", bpk))
+}
+
+// queryCountingNoMatch asks `single` of filter f one key at a time and `batch` in one
+// batch, and returns how many answers were "no match" (what the statistics must count).
+func queryCountingNoMatch(p *Policy, f []byte, single, batch []string) uint64 {
+	noMatch := uint64(0)
+	for _, k := range single {
+		if !p.MayMatch([]byte(k), f) {
+			noMatch++
+		}
+	}
+	keys := make([][]byte, len(batch))
+	for i, k := range batch {
+		keys[i] = []byte(k)
+	}
+	answers, _ := p.MayMatchBatch(keys, f)
+	for _, m := range answers {
+		if !m {
+			noMatch++
+		}
+	}
+	return noMatch
+}
+
+// expectAllFound fails the test unless every key of filter f may match, asked one at a
+// time and in one batch (a false negative hides stored data).
+func expectAllFound(t *testing.T, p *Policy, keys [][]byte, f []byte, what string) {
+	t.Helper()
+	batch, err := p.MayMatchBatch(keys, f)
 	if err != nil {
-		t.Fatalf("NewPolicy(%d): %v", bpk, err)
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		if !p.MayMatch(k, f) || !batch[i] {
+			t.Fatalf("false negative: %s, key %x", what, k)
+		}
+	}
+}
+
+// keep fails the test if a policy could not be made (`what` says how it was asked for),
+// and closes it when the test ends.
+func keep(t *testing.T, p *Policy, err error, what string) *Policy {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
 	t.Cleanup(func() { p.Close() })
 	return p
@@ -250,15 +294,7 @@ func TestNoFalseNegativesAndBatchEqualsSingle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := p.MayMatchBatch(keys, f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, k := range keys {
-				if !p.MayMatch(k, f) || !got[i] {
-					t.Fatalf("false negative: bpk %d, %d keys, key %x", bpk, n, k)
-				}
-			}
+			expectAllFound(t, p, keys, f, fmt.Sprintf("bpk %d, %d keys", bpk, n))
 			absent := randomKeys(300)
 			batch, _ := p.MayMatchBatch(absent, f)
 			for i, k := range absent {
@@ -274,18 +310,7 @@ func TestStats(t *testing.T) {
 	ResetGlobalStats()
 	p := mustPolicy(t, 10)
 	f, _ := p.CreateFilter([][]byte{[]byte("a"), []byte("b"), []byte("b")})
-	noMatch := uint64(0)
-	for _, k := range []string{"a", "b", "x", "y", "z"} {
-		if !p.MayMatch([]byte(k), f) {
-			noMatch++
-		}
-	}
-	batch, _ := p.MayMatchBatch([][]byte{[]byte("a"), []byte("q")}, f)
-	for _, m := range batch {
-		if !m {
-			noMatch++
-		}
-	}
+	noMatch := queryCountingNoMatch(p, f, []string{"a", "b", "x", "y", "z"}, []string{"a", "q"})
 	s, err := p.Stats()
 	want := Stats{FiltersBuilt: 1, KeysAdded: 3, Queries: 7, NoMatch: noMatch}
 	if err != nil || s != want {
