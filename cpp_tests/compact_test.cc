@@ -528,39 +528,6 @@ const char* counted_name(void* state) {
   return leveldb_bloom_cb_name(static_cast<Counted*>(state)->inner);
 }
 
-// LevelDB's own Bloom policy behind counting callbacks: shows LevelDB's reader consulting
-// the compact filters and what it answers.
-struct CountedStock {
-  std::unique_ptr<const leveldb::FilterPolicy> inner{leveldb::NewBloomFilterPolicy(10)};
-  std::atomic<uint64_t> queries{0}, no{0};
-};
-
-void stock_destructor(void*) {}  // owned by the test
-
-char* stock_create(void* state, const char* const* keys, const size_t* lens, int n,
-                   size_t* filter_length) {
-  auto* s = static_cast<CountedStock*>(state);
-  std::vector<leveldb::Slice> slices;
-  for (int i = 0; i < n; i++) slices.emplace_back(keys[i], lens[i]);
-  std::string dst;
-  s->inner->CreateFilter(slices.data(), n, &dst);
-  char* out = static_cast<char*>(std::malloc(dst.size() ? dst.size() : 1));
-  if (!dst.empty()) std::memcpy(out, dst.data(), dst.size());
-  *filter_length = dst.size();
-  return out;
-}
-
-uint8_t stock_may_match(void* state, const char* key, size_t length, const char* filter,
-                        size_t filter_length) {
-  auto* s = static_cast<CountedStock*>(state);
-  const bool r =
-      s->inner->KeyMayMatch(leveldb::Slice(key, length), leveldb::Slice(filter, filter_length));
-  s->queries++;
-  s->no += !r;
-  return r ? 1 : 0;
-}
-
-const char* stock_name(void* state) { return static_cast<CountedStock*>(state)->inner->Name(); }
 
 // leveldb_filterpolicy_t for a leveldb_bloom_policy passed as state (it then belongs to the
 // LevelDB policy, as the header documents).
@@ -610,35 +577,12 @@ Verified verify(const std::string& path, leveldb_filterpolicy_t* fp, const Model
     }
     st.absent++;
   }
-  leveldb_iterator_t* it = leveldb_create_iterator(db.db, db.ropts);
-  auto expect = m.live.begin();
-  uint64_t scanned = 0;
-  for (leveldb_iter_seek_to_first(it); leveldb_iter_valid(it); leveldb_iter_next(it)) {
-    size_t kl = 0, vl = 0;
-    const char* k = leveldb_iter_key(it, &kl);
-    const char* val = leveldb_iter_value(it, &vl);
-    if (expect == m.live.end() || std::string(k, kl) != expect->first ||
-        std::string(val, vl) != expect->second) {
-      ADD_FAILURE() << what << ": scan differs from the model at entry " << scanned;
-      st.bad++;
-      break;
-    }
-    ++expect;
-    ++scanned;
-  }
-  char* err = nullptr;
-  leveldb_iter_get_error(it, &err);
-  if (err != nullptr) {
-    ADD_FAILURE() << what << ": iterator: " << err;
-    leveldb_free(err);
-  }
-  leveldb_iter_destroy(it);
-  EXPECT_EQ(scanned, m.live.size()) << what;
+  if (!db.scan_equals(m.live, what)) st.bad++;
   EXPECT_EQ(st.bad, 0u) << what;
   std::printf("compact_test: %s: %llu live keys found, %llu deleted and %llu absent keys not"
-              " found, %llu entries scanned\n",
+              " found, %llu entries in the model, scanned\n",
               what, static_cast<u64>(st.live), static_cast<u64>(st.deleted),
-              static_cast<u64>(st.absent), static_cast<u64>(scanned));
+              static_cast<u64>(st.absent), static_cast<u64>(m.live.size()));
   return st;
 }
 
@@ -735,17 +679,16 @@ TEST(CompactDb, WrittenCompactReadByCompactStockAndBloom) {
     leveldb_filterpolicy_destroy(fp);
   }
   {
-    CountedStock s;
-    leveldb_filterpolicy_t* fp = leveldb_filterpolicy_create(&s, stock_destructor, stock_create,
-                                                             stock_may_match, stock_name);
+    harness::CountingStock s;
+    leveldb_filterpolicy_t* fp = s.filter_policy();
     const Verified st = verify(tmp.path, fp, m, "written compact, read with counted LevelDB",
-                               [&] { s.queries = s.no = 0; });
+                               [&] { s.c.reset_queries(); });
     leveldb_filterpolicy_destroy(fp);
     std::printf("compact_test: LevelDB's policy asked %llu times about absent keys, %llu no"
                 " match\n",
-                static_cast<u64>(s.queries.load()), static_cast<u64>(s.no.load()));
-    EXPECT_GE(s.queries.load(), st.absent / 2);
-    EXPECT_EQ(s.no.load(), 0u);
+                static_cast<u64>(s.c.queries.load()), static_cast<u64>(s.c.no_match.load()));
+    EXPECT_GE(s.c.queries.load(), st.absent / 2);
+    EXPECT_EQ(s.c.no_match.load(), 0u);
   }
   // (c) Our Bloom policy through the callbacks (the drop-in's default): reads every key.
   {

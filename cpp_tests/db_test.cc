@@ -37,24 +37,9 @@ namespace {
 // Counting filter policies (C-style state + callbacks for leveldb_filterpolicy_create).
 // ---------------------------------------------------------------------------
 
-struct Counters {
-  std::atomic<uint64_t> creates{0};      // create_filter calls
-  std::atomic<uint64_t> keys_added{0};   // keys handed to create_filter
-  std::atomic<uint64_t> queries{0};      // key_may_match calls
-  std::atomic<uint64_t> no_match{0};     // ... that answered "no match"
-  std::atomic<uint64_t> names{0};        // name calls
-  std::atomic<bool> destroyed{false};    // the destructor callback ran
-
-  void reset_queries() {
-    queries = 0;
-    no_match = 0;
-  }
-};
-
-// Delegates to the Rust callbacks; `inner` is a leveldb_bloom_policy*.
 struct CountingRust {
   leveldb_bloom_policy* inner;
-  Counters c;
+  harness::Counters c;
 };
 
 void rust_destructor(void* state) {
@@ -87,50 +72,6 @@ const char* rust_name(void* state) {
   return leveldb_bloom_cb_name(s->inner);
 }
 
-// Delegates to LevelDB's own leveldb::NewBloomFilterPolicy (the oracle), so that LevelDB's
-// reader can be seen consulting filters the Rust code wrote.
-struct CountingStock {
-  const leveldb::FilterPolicy* inner;
-  Counters c;
-};
-
-void stock_destructor(void* state) {
-  auto* s = static_cast<CountingStock*>(state);
-  delete s->inner;
-  s->inner = nullptr;
-  s->c.destroyed = true;
-}
-
-char* stock_create_filter(void* state, const char* const* keys, const size_t* lens, int n,
-                          size_t* filter_length) {
-  auto* s = static_cast<CountingStock*>(state);
-  s->c.creates++;
-  s->c.keys_added += static_cast<uint64_t>(n);
-  std::vector<leveldb::Slice> slices;
-  for (int i = 0; i < n; i++) slices.emplace_back(keys[i], lens[i]);
-  std::string dst;
-  s->inner->CreateFilter(slices.data(), n, &dst);
-  char* out = static_cast<char*>(std::malloc(dst.size() ? dst.size() : 1));
-  std::memcpy(out, dst.data(), dst.size());
-  *filter_length = dst.size();
-  return out;
-}
-
-uint8_t stock_key_may_match(void* state, const char* key, size_t length, const char* filter,
-                            size_t filter_length) {
-  auto* s = static_cast<CountingStock*>(state);
-  const bool r =
-      s->inner->KeyMayMatch(leveldb::Slice(key, length), leveldb::Slice(filter, filter_length));
-  s->c.queries++;
-  if (!r) s->c.no_match++;
-  return r ? 1 : 0;
-}
-
-const char* stock_name(void* state) {
-  auto* s = static_cast<CountingStock*>(state);
-  s->c.names++;
-  return s->inner->Name();
-}
 
 // ---------------------------------------------------------------------------
 // Which filter policy a DB is opened with.
@@ -176,9 +117,8 @@ struct FilterPolicyHandle {
                                          rust_key_may_match, rust_name);
         break;
       case Policy::kCountingStock:
-        stock.reset(new CountingStock{leveldb::NewBloomFilterPolicy(10), {}});
-        fp = leveldb_filterpolicy_create(stock.get(), stock_destructor, stock_create_filter,
-                                         stock_key_may_match, stock_name);
+        stock.reset(new harness::CountingStock);
+        fp = stock->filter_policy();
         break;
     }
   }
@@ -191,7 +131,7 @@ struct FilterPolicyHandle {
     }
   }
   ~FilterPolicyHandle() { destroy(); }
-  Counters* counters() {
+  harness::Counters* counters() {
     if (rust) return &rust->c;
     if (stock) return &stock->c;
     return nullptr;
@@ -200,7 +140,7 @@ struct FilterPolicyHandle {
   Policy kind;
   leveldb_filterpolicy_t* fp = nullptr;
   std::unique_ptr<CountingRust> rust;
-  std::unique_ptr<CountingStock> stock;
+  std::unique_ptr<harness::CountingStock> stock;
 };
 
 // ---------------------------------------------------------------------------
@@ -304,7 +244,7 @@ struct ReadStats {
 // Reopens the DB with `fp` and checks every live, deleted and absent key. If `counters` is
 // given, checks that the filters were consulted for absent keys and rejected most of them.
 ReadStats verify_db(const std::string& path, leveldb_filterpolicy_t* fp, const Model& m,
-                    Counters* counters, const char* what) {
+                    harness::Counters* counters, const char* what) {
   ReadStats st;
   harness::Db db;
   if (!db.open(path, fp, false)) return st;
@@ -346,29 +286,7 @@ ReadStats verify_db(const std::string& path, leveldb_filterpolicy_t* fp, const M
     EXPECT_GE(static_cast<double>(no), 0.9 * static_cast<double>(q)) << what;
   }
   // A full scan returns exactly the model.
-  leveldb_iterator_t* it = leveldb_create_iterator(db.db, db.ropts);
-  auto expect = m.live.begin();
-  uint64_t scanned = 0;
-  for (leveldb_iter_seek_to_first(it); leveldb_iter_valid(it); leveldb_iter_next(it)) {
-    size_t kl = 0, vl = 0;
-    const char* k = leveldb_iter_key(it, &kl);
-    const char* val = leveldb_iter_value(it, &vl);
-    if (expect == m.live.end() || std::string(k, kl) != expect->first ||
-        std::string(val, vl) != expect->second) {
-      ADD_FAILURE() << what << ": scan differs from the model at entry " << scanned;
-      break;
-    }
-    ++expect;
-    ++scanned;
-  }
-  char* err = nullptr;
-  leveldb_iter_get_error(it, &err);
-  if (err != nullptr) {
-    ADD_FAILURE() << what << ": iterator: " << err;
-    leveldb_free(err);
-  }
-  leveldb_iter_destroy(it);
-  EXPECT_EQ(scanned, m.live.size()) << what;
+  db.scan_equals(m.live, what);
   db.close();
   return st;
 }
@@ -395,7 +313,7 @@ void round_trip(Policy writer, const std::vector<Policy>& readers) {
     FilterPolicyHandle w(writer);
     ASSERT_NE(w.fp, nullptr);
     m = write_db(tmp.path, w.fp);
-    if (Counters* c = w.counters()) {
+    if (harness::Counters* c = w.counters()) {
       EXPECT_GT(c->creates.load(), 0u);
       EXPECT_GE(c->keys_added.load(), m.puts);  // every entry of every table counts
       EXPECT_GT(c->names.load(), 0u);
@@ -416,7 +334,7 @@ void round_trip(Policy writer, const std::vector<Policy>& readers) {
     const std::string what =
         std::string("written with ") + policy_name(writer) + ", read with " + policy_name(reader);
     const ReadStats st = verify_db(tmp.path, r.fp, m, r.counters(), what.c_str());
-    if (Counters* c = r.counters()) {
+    if (harness::Counters* c = r.counters()) {
       EXPECT_GT(c->names.load(), 0u);
     }
     r.destroy();

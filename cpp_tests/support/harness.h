@@ -10,7 +10,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,6 +22,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <leveldb/c.h>
+#include <leveldb/filter_policy.h>
+#include <leveldb/slice.h>
 
 #include "leveldb_bloom.h"
 #include "support.h"
@@ -172,9 +178,104 @@ struct Db {
     leveldb_free(v);
     return true;
   }
+  // Whether a full scan returns exactly `model`, in order; each difference is a gtest
+  // failure naming `what`.
+  bool scan_equals(const std::map<std::string, std::string>& model, const std::string& what) {
+    leveldb_iterator_t* it = leveldb_create_iterator(db, ropts);
+    auto expect = model.begin();
+    uint64_t scanned = 0;
+    bool same = true;
+    for (leveldb_iter_seek_to_first(it); leveldb_iter_valid(it); leveldb_iter_next(it)) {
+      size_t kl = 0, vl = 0;
+      const char* k = leveldb_iter_key(it, &kl);
+      const char* val = leveldb_iter_value(it, &vl);
+      if (expect == model.end() || std::string(k, kl) != expect->first ||
+          std::string(val, vl) != expect->second) {
+        ADD_FAILURE() << what << ": scan differs from the model at entry " << scanned;
+        same = false;
+        break;
+      }
+      ++expect;
+      ++scanned;
+    }
+    char* err = nullptr;
+    leveldb_iter_get_error(it, &err);
+    if (err != nullptr) {
+      ADD_FAILURE() << what << ": iterator: " << err;
+      leveldb_free(err);
+      same = false;
+    }
+    leveldb_iter_destroy(it);
+    EXPECT_EQ(scanned, model.size()) << what;
+    return same && scanned == model.size();
+  }
   // Flushes the memtable and compacts the tables overlapping [begin, end].
   void compact(const std::string& begin, const std::string& end) {
     leveldb_compact_range(db, begin.data(), begin.size(), end.data(), end.size());
+  }
+};
+
+// What a counting filter policy saw LevelDB do.
+struct Counters {
+  std::atomic<uint64_t> creates{0};      // create_filter calls
+  std::atomic<uint64_t> keys_added{0};   // keys handed to create_filter
+  std::atomic<uint64_t> queries{0};      // key_may_match calls
+  std::atomic<uint64_t> no_match{0};     // ... that answered "no match"
+  std::atomic<uint64_t> names{0};        // name calls
+  std::atomic<bool> destroyed{false};    // the destructor callback ran
+
+  void reset_queries() {
+    queries = 0;
+    no_match = 0;
+  }
+};
+
+// Delegates to the Rust callbacks; `inner` is a leveldb_bloom_policy*.
+// LevelDB's own Bloom policy (leveldb::NewBloomFilterPolicy(10), the oracle) behind counting
+// C callbacks, so that LevelDB's reader can be seen consulting filters this library wrote.
+struct CountingStock {
+  std::unique_ptr<const leveldb::FilterPolicy> inner{leveldb::NewBloomFilterPolicy(10)};
+  Counters c;
+
+  // A LevelDB C API policy over this object (which must outlive it); its destructor
+  // callback releases `inner` and sets c.destroyed.
+  leveldb_filterpolicy_t* filter_policy() {
+    return leveldb_filterpolicy_create(this, destroy, create_filter, key_may_match, name);
+  }
+
+ private:
+  static void destroy(void* state) {
+    auto* s = static_cast<CountingStock*>(state);
+    s->inner.reset();
+    s->c.destroyed = true;
+  }
+  static char* create_filter(void* state, const char* const* keys, const size_t* lens, int n,
+                             size_t* filter_length) {
+    auto* s = static_cast<CountingStock*>(state);
+    s->c.creates++;
+    s->c.keys_added += static_cast<uint64_t>(n);
+    std::vector<leveldb::Slice> slices;
+    for (int i = 0; i < n; i++) slices.emplace_back(keys[i], lens[i]);
+    std::string dst;
+    s->inner->CreateFilter(slices.data(), n, &dst);
+    char* out = static_cast<char*>(std::malloc(dst.size() ? dst.size() : 1));
+    if (!dst.empty()) std::memcpy(out, dst.data(), dst.size());
+    *filter_length = dst.size();
+    return out;
+  }
+  static uint8_t key_may_match(void* state, const char* key, size_t length, const char* filter,
+                               size_t filter_length) {
+    auto* s = static_cast<CountingStock*>(state);
+    const bool r =
+        s->inner->KeyMayMatch(leveldb::Slice(key, length), leveldb::Slice(filter, filter_length));
+    s->c.queries++;
+    if (!r) s->c.no_match++;
+    return r ? 1 : 0;
+  }
+  static const char* name(void* state) {
+    auto* s = static_cast<CountingStock*>(state);
+    s->c.names++;
+    return s->inner->Name();
   }
 };
 
