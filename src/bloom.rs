@@ -273,7 +273,10 @@ fn set_bits<const K: usize>(array: &mut [u8], remainder: Remainder, start: Probe
     let probes = if K == 0 { usize::from(probes) } else { K };
     for _ in 0..probes {
         let bit = remainder.of(h);
-        array[(bit / 8) as usize] |= 1 << (bit % 8);
+        // Always in bounds (`bit < 8 * array.len()`); no panic path to order the probes by.
+        if let Some(byte) = array.get_mut((bit / 8) as usize) {
+            *byte |= 1 << (bit % 8);
+        }
         h = h.wrapping_add(delta);
     }
 }
@@ -293,7 +296,10 @@ fn bits_set<const K: usize>(
     let mut all_set = true;
     for _ in 0..probes {
         let bit = remainder.of(h);
-        all_set &= array[(bit / 8) as usize] & (1 << (bit % 8)) != 0;
+        // Always in bounds (`bit < 8 * array.len()`); read as "set" (may match) if it were
+        // not. No panic path, so the probes need no ordering among themselves.
+        let byte = array.get((bit / 8) as usize).copied().unwrap_or(u8::MAX);
+        all_set &= byte & (1 << (bit % 8)) != 0;
         h = h.wrapping_add(delta);
     }
     all_set
