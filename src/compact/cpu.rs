@@ -75,7 +75,9 @@ fn first_level() -> Level {
 #[cfg(target_arch = "x86_64")]
 fn detect() -> Level {
     use std::arch::is_x86_feature_detected as has;
-    if has!("popcnt") && has!("bmi1") && has!("bmi2") && has!("lzcnt") && fast_pdep() {
+    if crate::cpu::portable_only() {
+        Level::Portable
+    } else if has!("popcnt") && has!("bmi1") && has!("bmi2") && has!("lzcnt") && fast_pdep() {
         Level::Pdep
     } else if has!("popcnt") {
         Level::Popcnt

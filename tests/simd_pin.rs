@@ -1,0 +1,86 @@
+//! `LEVELDB_BLOOM_SIMD` (src/cpu.rs): each value, in a child process of its own (the choice
+//! is read once per process), builds LevelDB's bytes and answers as LevelDB does; a value
+//! that is not one gets one line on standard error and changes nothing else.
+
+use std::process::Command;
+
+use leveldb_bloom::{BloomPolicy, FilterFormat};
+
+const CHILD: &str = "child_builds_and_answers";
+
+/// Runs the ignored test `CHILD` of this binary with `LEVELDB_BLOOM_SIMD` set to `value`;
+/// returns its standard error.
+fn run_child(value: &str) -> String {
+    let out = Command::new(std::env::current_exe().expect("test binary path"))
+        .args([
+            CHILD,
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("LEVELDB_BLOOM_SIMD", value)
+        .output()
+        .expect("run the child test");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "LEVELDB_BLOOM_SIMD={value:?}: {}\n{stdout}\n{stderr}",
+        out.status
+    );
+    stderr
+}
+
+#[test]
+fn every_value_builds_and_answers_alike() {
+    for value in ["", "auto", "portable"] {
+        let stderr = run_child(value);
+        assert!(
+            !stderr.contains("LEVELDB_BLOOM_SIMD"),
+            "{value:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn an_invalid_value_is_said_once_and_changes_nothing() {
+    let stderr = run_child("avx512-please");
+    let said = stderr.matches("LEVELDB_BLOOM_SIMD").count();
+    assert_eq!(said, 1, "{stderr}");
+    assert!(stderr.contains("using auto"), "{stderr}");
+}
+
+#[test]
+#[ignore = "started by the tests above, with LEVELDB_BLOOM_SIMD set"]
+fn child_builds_and_answers() {
+    // LevelDB 1.23's bytes (shared/docs/leveldb-filter-format.md, section 2), and the same
+    // through the 8-key groups of the vector version: 100 keys, every group size around 8.
+    let policy = BloomPolicy::new(10).unwrap();
+    let mut filter = Vec::new();
+    policy
+        .create_filter(["hello", "world"], &mut filter)
+        .unwrap();
+    assert_eq!(
+        filter,
+        [0x11, 0x40, 0x00, 0x41, 0x44, 0x10, 0x40, 0x10, 0x06]
+    );
+    let keys: Vec<Vec<u8>> = (0..100u32)
+        .map(|i| i.to_le_bytes().repeat(1 + i as usize % 5))
+        .collect();
+    for n in [7, 8, 9, 16, 100] {
+        let mut filter = Vec::new();
+        policy.create_filter(&keys[..n], &mut filter).unwrap();
+        let mut results = vec![false; n];
+        policy.keys_may_match(keys[..n].iter().map(Vec::as_slice), &filter, &mut results);
+        assert!(results.iter().all(|&r| r), "{n} keys");
+        for key in &keys[..n] {
+            assert!(policy.key_may_match(key, &filter));
+        }
+    }
+    // Queried many times: the choice is read once, and said at most once.
+    for _ in 0..3 {
+        let mut results = vec![false; 8];
+        policy.keys_may_match(keys[..8].iter().map(Vec::as_slice), &filter, &mut results);
+    }
+}
