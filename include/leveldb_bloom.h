@@ -29,8 +29,8 @@
  *   key with a length) answers true, "may match": a wrong "no match" would hide data.
  * - No call aborts the process or unwinds into C; an internal bug surfaces as
  *   LEVELDB_BLOOM_ERR_PANIC, a NULL, or "may match".
- * - Speed: where the processor has AVX2, batch queries and filter creation take eight keys
- *   at a time in vector lanes (chosen once per process); the environment variable
+ * - Speed: the compact query runs a version compiled for the processor's popcount and BMI2
+ *   instructions where it has them (chosen once per process); the environment variable
  *   LEVELDB_BLOOM_SIMD=portable pins the portable code. Bytes and answers are the same.
  */
 

@@ -1,4 +1,5 @@
-//! Which compiled version of the vector-friendly code this process runs, chosen once.
+//! Which compiled version of the code that has several this process runs, chosen once (today
+//! the compact query: `src/compact/cpu.rs`).
 //!
 //! Every routine that has a version for wider instructions keeps its portable version, and
 //! both are proven against LevelDB. `LEVELDB_BLOOM_SIMD` pins the choice for a process (read
@@ -52,28 +53,4 @@ fn read_choice() -> u8 {
     // Racing first calls read the same environment and store the same choice.
     CHOICE.store(choice, Ordering::Relaxed);
     choice
-}
-
-/// Whether the AVX2 versions run: the processor has AVX2 and nothing pins the portable code.
-#[inline]
-pub(crate) fn avx2() -> bool {
-    static AVX2: AtomicU8 = AtomicU8::new(UNKNOWN);
-    match AVX2.load(Ordering::Relaxed) {
-        UNKNOWN => {
-            let found = !portable_only() && has_avx2();
-            AVX2.store(if found { AUTO } else { PORTABLE }, Ordering::Relaxed);
-            found
-        }
-        state => state == AUTO,
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-fn has_avx2() -> bool {
-    std::arch::is_x86_feature_detected!("avx2")
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn has_avx2() -> bool {
-    false
 }

@@ -23,9 +23,8 @@
 //!
 //! The C API (`include/leveldb_bloom.h`) is generated from the [`ffi`] module.
 
-// Unsafe code is allowed only where it is needed: the C boundary, the vector code chosen by
-// CPU feature (the Bloom filter's AVX2 version, the compact query's versions) and the
-// statistics' thread-pointer read.
+// Unsafe code is allowed only where it is needed: the C boundary, the compact query's
+// CPU-feature dispatch and the statistics' thread-pointer read.
 #![deny(unsafe_code)]
 
 pub mod bloom;

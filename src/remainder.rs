@@ -48,15 +48,6 @@ impl Remainder {
         Remainder { bits, reciprocal }
     }
 
-    /// The bit count and its reciprocal when the bit count is below 2^32, for code that
-    /// takes the same remainders in vector lanes; `None` when every hash is its own
-    /// remainder.
-    #[inline]
-    pub(crate) fn parts(self) -> Option<(u32, u64)> {
-        let bits = u32::try_from(self.bits).ok()?;
-        (self.reciprocal != 0).then_some((bits, self.reciprocal))
-    }
-
     /// `h % bits`.
     #[inline]
     pub(crate) fn of(self, h: u32) -> u64 {

@@ -1,16 +1,17 @@
-//! `LEVELDB_BLOOM_SIMD` (src/cpu.rs): each value, in a child process of its own (the choice
-//! is read once per process), builds LevelDB's bytes and answers as LevelDB does; a value
-//! that is not one gets one line on standard error and changes nothing else.
+//! `LEVELDB_BLOOM_SIMD` (src/cpu.rs): under each value, in a child process of its own (the
+//! choice is read once per process), the same filters give the same answers, Bloom (LevelDB's
+//! bytes) and compact (whose query has a version per CPU feature); a value that is not one
+//! gets one line on standard error and changes nothing else.
 
 use std::process::Command;
 
-use leveldb_bloom::{BloomPolicy, FilterFormat};
+use leveldb_bloom::{BloomPolicy, CompactPolicy, FilterFormat};
 
 const CHILD: &str = "child_builds_and_answers";
 
 /// Runs the ignored test `CHILD` of this binary with `LEVELDB_BLOOM_SIMD` set to `value`;
-/// returns its standard error.
-fn run_child(value: &str) -> String {
+/// returns the digest of its answers and its standard error.
+fn run_child(value: &str) -> (String, String) {
     let out = Command::new(std::env::current_exe().expect("test binary path"))
         .args([
             CHILD,
@@ -29,23 +30,32 @@ fn run_child(value: &str) -> String {
         "LEVELDB_BLOOM_SIMD={value:?}: {}\n{stdout}\n{stderr}",
         out.status
     );
-    stderr
+    let digest = stdout
+        .lines()
+        .find_map(|line| line.split_once("answers: ")?.1.split_whitespace().next())
+        .expect("the child prints its answers")
+        .to_owned();
+    (digest, stderr)
 }
 
 #[test]
 fn every_value_builds_and_answers_alike() {
-    for value in ["", "auto", "portable"] {
-        let stderr = run_child(value);
+    let (auto, _) = run_child("auto");
+    for value in ["", "portable"] {
+        let (digest, stderr) = run_child(value);
         assert!(
             !stderr.contains("LEVELDB_BLOOM_SIMD"),
             "{value:?}: {stderr}"
         );
+        assert_eq!(digest, auto, "{value:?}");
     }
 }
 
 #[test]
 fn an_invalid_value_is_said_once_and_changes_nothing() {
-    let stderr = run_child("avx512-please");
+    let (auto, _) = run_child("auto");
+    let (digest, stderr) = run_child("avx512-please");
+    assert_eq!(digest, auto);
     let said = stderr.matches("LEVELDB_BLOOM_SIMD").count();
     assert_eq!(said, 1, "{stderr}");
     assert!(stderr.contains("using auto"), "{stderr}");
@@ -78,9 +88,24 @@ fn child_builds_and_answers() {
             assert!(policy.key_may_match(key, &filter));
         }
     }
-    // Queried many times: the choice is read once, and said at most once.
-    for _ in 0..3 {
-        let mut results = vec![false; 8];
-        policy.keys_may_match(keys[..8].iter().map(Vec::as_slice), &filter, &mut results);
+    // Compact filters (their query has a version per CPU feature): every answer, as bits.
+    let mut answers = String::new();
+    for bits_per_key in [6.0, 10.0, 16.0] {
+        let compact = CompactPolicy::new(bits_per_key).unwrap();
+        let mut filter = Vec::new();
+        compact.create_filter(&keys, &mut filter).unwrap();
+        for i in 0..3000u32 {
+            let key = i
+                .wrapping_mul(0x9e37_79b9)
+                .to_le_bytes()
+                .repeat(1 + i as usize % 7);
+            answers.push(if compact.key_may_match(&key, &filter) {
+                '1'
+            } else {
+                '0'
+            });
+        }
+        assert!(keys.iter().all(|key| compact.key_may_match(key, &filter)));
     }
+    println!("answers: {answers}");
 }

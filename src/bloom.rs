@@ -3,9 +3,6 @@
 //! A filter is a bit array followed by one byte holding the number of probes `k`. Each key
 //! sets `k` bits chosen by double hashing from its [`bloom_hash`].
 
-#[cfg(target_arch = "x86_64")]
-mod avx2;
-
 use crate::error::Error;
 use crate::filter::{FilterFormat, sealed::WriteFilter};
 use crate::hash::bloom_hash;
@@ -141,36 +138,6 @@ impl WriteFilter for BloomPolicy {
             return Ok(());
         }
         let remainder = Remainder::new(bit_count(array));
-        #[cfg(target_arch = "x86_64")]
-        let keys = {
-            let mut keys = keys;
-            if let (Some(avx2), Some((bits, reciprocal))) = (avx2::Avx2::get(), remainder.parts()) {
-                let d = avx2.divisor(bits, reciprocal);
-                let probes = usize::from(self.probes);
-                while keys.len() >= avx2::LANES {
-                    // (An iterator shorter than its len() leaves `None`s: those keys are set
-                    // one by one, and the loop ends.)
-                    let group: [Option<I::Item>; avx2::LANES] =
-                        std::array::from_fn(|_| keys.next());
-                    if group.iter().any(Option::is_none) {
-                        for key in group.iter().flatten() {
-                            let start = ProbeStart::of(key.as_ref());
-                            set_bits::<0>(array, remainder, start, self.probes);
-                        }
-                        break;
-                    }
-                    let hashes = group
-                        .each_ref()
-                        .map(|key| key.as_ref().map_or(0, |key| bloom_hash(key.as_ref())));
-                    avx2.positions(avx2.starts(&hashes), probes, &d, |bits| {
-                        for bit in bits {
-                            set_bit(array, u64::from(bit));
-                        }
-                    });
-                }
-            }
-            keys
-        };
         // Hash a group of keys first, then set their bits: the hashes are independent chains
         // of multiplications that the processor overlaps when no stores sit between them.
         let mut keys = keys.peekable();
@@ -251,35 +218,6 @@ pub fn keys_may_match<'k>(
         }
     };
     let remainder = Remainder::new(bit_count(array));
-    #[cfg(target_arch = "x86_64")]
-    if let (Some(avx2), Some((bits, reciprocal))) = (avx2::Avx2::get(), remainder.parts()) {
-        let d = avx2.divisor(bits, reciprocal);
-        let probe = |key: &[u8]| with_probe_count!(k, K => bits_set::<K>(array, remainder, ProbeStart::of(key), k));
-        let mut chunks = results.chunks_exact_mut(avx2::LANES);
-        for results in &mut chunks {
-            let mut group: [&[u8]; avx2::LANES] = [&[]; avx2::LANES];
-            let mut n = 0;
-            for (slot, key) in group.iter_mut().zip(keys.by_ref()) {
-                *slot = key;
-                n += 1;
-            }
-            if n < avx2::LANES {
-                for (result, key) in results.iter_mut().zip(&group[..n]) {
-                    *result = probe(key);
-                }
-                return;
-            }
-            let hashes = group.map(bloom_hash);
-            let all_set = avx2.all_set(avx2.starts(&hashes), usize::from(k), &d, array);
-            for (i, result) in results.iter_mut().enumerate() {
-                *result = all_set >> i & 1 != 0;
-            }
-        }
-        for (result, key) in chunks.into_remainder().iter_mut().zip(keys) {
-            *result = probe(key);
-        }
-        return;
-    }
     let mut starts = [ProbeStart::default(); HASH_GROUP];
     for results in results.chunks_mut(HASH_GROUP) {
         let mut n = 0;
@@ -328,22 +266,14 @@ macro_rules! with_probe_count {
 }
 use with_probe_count;
 
-/// Sets bit `bit` of the array (always in bounds: `bit < 8 * array.len()`; no panic path to
-/// order the probes by).
-#[inline(always)]
-fn set_bit(array: &mut [u8], bit: u64) {
-    if let Some(byte) = array.get_mut((bit / 8) as usize) {
-        *byte |= 1 << (bit % 8);
-    }
-}
-
 /// Sets one key's `probes` bits; `K` is the probe count if known at compile time, else 0.
 #[inline(always)]
 fn set_bits<const K: usize>(array: &mut [u8], remainder: Remainder, start: ProbeStart, probes: u8) {
     let (mut h, delta) = (start.h, start.delta);
     let probes = if K == 0 { usize::from(probes) } else { K };
     for _ in 0..probes {
-        set_bit(array, remainder.of(h));
+        let bit = remainder.of(h);
+        array[(bit / 8) as usize] |= 1 << (bit % 8);
         h = h.wrapping_add(delta);
     }
 }
@@ -535,99 +465,8 @@ mod tests {
         );
     }
 
-    /// Pseudo-random keys of every length from 0 to 40 (empty, whole words, every tail).
-    #[cfg(target_arch = "x86_64")]
-    fn varied_keys(seed: u64, n: usize) -> Vec<Vec<u8>> {
-        let mut state = seed;
-        let mut next = move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            state >> 24
-        };
-        (0..n)
-            .map(|_| {
-                let len = (next() % 41) as usize;
-                (0..len).map(|_| next() as u8).collect()
-            })
-            .collect()
-    }
-
-    /// The AVX2 version, where the processor has it, equals the portable one piece by piece:
-    /// the probe steps of every lane, probe positions for many bit counts (table sizes,
-    /// divided sizes, near 2^32), and answers on filters of every length modulo 4. (The C++
-    /// harness proves both versions against LevelDB, `LEVELDB_BLOOM_SIMD` choosing.)
-    #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn avx2_version_equals_the_portable_one() {
-        let Some(simd) = avx2::Avx2::get() else {
-            eprintln!("skipped: no AVX2 here (or LEVELDB_BLOOM_SIMD=portable)");
-            return;
-        };
-        let keys = varied_keys(7, 4000);
-        let mut compared = 0u64;
-        for group in keys.chunks_exact(avx2::LANES) {
-            let refs: [&[u8]; avx2::LANES] = std::array::from_fn(|i| &group[i][..]);
-            let (h, delta) = simd.starts(&refs.map(bloom_hash)).lanes();
-            for (i, key) in refs.iter().enumerate() {
-                let start = ProbeStart::of(key);
-                assert_eq!((h[i], delta[i]), (start.h, start.delta), "key {key:02x?}");
-            }
-        }
-        let mut bit_counts: Vec<u64> = (1..=300).map(|bytes| 8 * bytes).collect();
-        bit_counts.extend([8 * 2047, 8 * 2048, 8 * 2049, 8 * 100_000, 8 * 12_345_677]);
-        bit_counts.extend([(1 << 32) - 8, (1 << 31) + 8, 1 << 31]);
-        for (n, &bits) in bit_counts.iter().enumerate() {
-            let remainder = Remainder::new(bits);
-            let (b, reciprocal) = remainder.parts().unwrap();
-            let d = simd.divisor(b, reciprocal);
-            let group = &keys[(n * 8) % 3992..][..8];
-            let refs: [&[u8]; avx2::LANES] = std::array::from_fn(|i| &group[i][..]);
-            let starts = simd.starts(&refs.map(bloom_hash));
-            let mut probe = 0u32;
-            simd.positions(starts, 30, &d, |positions| {
-                for (i, key) in refs.iter().enumerate() {
-                    let start = ProbeStart::of(key);
-                    let h = start.h.wrapping_add(probe.wrapping_mul(start.delta));
-                    assert_eq!(u64::from(positions[i]), u64::from(h) % bits, "bits {bits}");
-                    compared += 1;
-                }
-                probe += 1;
-            });
-        }
-        // Answers: filters of 1 to 80 bytes of array (every length modulo 4, mostly-set and
-        // sparse ones), 1 to 30 probes.
-        let mut state = 99u64;
-        for len in 1..=80usize {
-            for density in [0x55u8, 0xff, 0xef, 0x01] {
-                let array: Vec<u8> = (0..len)
-                    .map(|i| {
-                        state = state.wrapping_mul(6364136223846793005).wrapping_add(3);
-                        ((state >> 33) as u8 | density) & if i % 7 == 0 { 0xff } else { density }
-                    })
-                    .collect();
-                let remainder = Remainder::new(8 * len as u64);
-                let (b, reciprocal) = remainder.parts().unwrap();
-                let d = simd.divisor(b, reciprocal);
-                for (g, group) in keys.chunks_exact(avx2::LANES).take(40).enumerate() {
-                    let probes = (g + len) % 31;
-                    let refs: [&[u8]; avx2::LANES] = std::array::from_fn(|i| &group[i][..]);
-                    let all_set =
-                        simd.all_set(simd.starts(&refs.map(bloom_hash)), probes, &d, &array);
-                    for (i, key) in refs.iter().enumerate() {
-                        let want =
-                            bits_set::<0>(&array, remainder, ProbeStart::of(key), probes as u8);
-                        assert_eq!(all_set >> i & 1 != 0, want, "len {len}, probes {probes}");
-                        compared += 1;
-                    }
-                }
-            }
-        }
-        assert!(compared > 100_000, "{compared}");
-    }
-
-    /// Filters built and queried through whichever version runs equal the portable rules
-    /// for every group size around the 8-key groups, and batch answers equal single ones.
+    /// Filters built key by key by the format rules equal the grouped builder's for every
+    /// count around the hash groups, and batch answers equal single ones.
     #[test]
     fn every_group_size_builds_and_answers_alike() {
         let keys: Vec<Vec<u8>> = (0..200u32)
