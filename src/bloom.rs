@@ -140,18 +140,22 @@ impl WriteFilter for BloomPolicy {
         let remainder = Remainder::new(bit_count(array));
         // Hash a group of keys first, then set their bits: the hashes are independent chains
         // of multiplications that the processor overlaps when no stores sit between them.
-        let mut keys = keys.peekable();
-        let mut starts = [ProbeStart::default(); HASH_GROUP];
-        while keys.peek().is_some() {
-            let mut n = 0;
-            for (start, key) in starts.iter_mut().zip(keys.by_ref()) {
-                *start = ProbeStart::of(key.as_ref());
-                n += 1;
-            }
-            for &start in &starts[..n] {
+        let set_group = |array: &mut [u8], starts: &[ProbeStart]| {
+            for &start in starts {
                 with_probe_count!(self.probes, K => set_bits::<K>(array, remainder, start, self.probes));
             }
+        };
+        let mut starts = [ProbeStart::default(); HASH_GROUP];
+        let mut n = 0;
+        for key in keys {
+            starts[n] = ProbeStart::of(key.as_ref());
+            n += 1;
+            if n == HASH_GROUP {
+                set_group(array, &starts);
+                n = 0;
+            }
         }
+        set_group(array, &starts[..n]);
         Ok(())
     }
 }
