@@ -137,7 +137,7 @@ impl WriteFilter for BloomPolicy {
         if array.is_empty() {
             return Ok(());
         }
-        let remainder = Remainder::new(bit_count(array));
+        let remainder = Remainder::new(array.len());
         // Hash a group of keys first, then set their bits: the hashes are independent chains
         // of multiplications that the processor overlaps when no stores sit between them.
         let set_group = |array: &mut [u8], starts: &[ProbeStart]| {
@@ -182,11 +182,11 @@ pub fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
 /// [`key_may_match`] for a key already hashed. The remainder's reciprocal is computed per
 /// call: it does not depend on the key, so the processor overlaps its division with the
 /// hash.
-#[inline]
+#[inline(always)]
 pub(crate) fn may_match_hashed(start: ProbeStart, filter: &[u8]) -> bool {
     match filter_array(filter) {
         Ok((k, array)) => {
-            let remainder = Remainder::new(bit_count(array));
+            let remainder = Remainder::new(array.len());
             with_probe_count!(k, K => bits_set::<K>(array, remainder, start, k))
         }
         Err(answer) => answer,
@@ -221,7 +221,7 @@ pub fn keys_may_match<'k>(
             return;
         }
     };
-    let remainder = Remainder::new(bit_count(array));
+    let remainder = Remainder::new(array.len());
     let mut starts = [ProbeStart::default(); HASH_GROUP];
     for results in results.chunks_mut(HASH_GROUP) {
         let mut n = 0;
@@ -236,12 +236,6 @@ pub fn keys_may_match<'k>(
             break;
         }
     }
-}
-
-/// The bits of a filter's array. (No slice reaches 2^61 bytes; saturating keeps the
-/// arithmetic total anyway, and any count past 2^32 reduces a 32-bit hash to itself.)
-fn bit_count(array: &[u8]) -> u64 {
-    (array.len() as u64).saturating_mul(8)
 }
 
 /// How many keys are hashed before their bits are set.
@@ -276,15 +270,17 @@ fn set_bits<const K: usize>(array: &mut [u8], remainder: Remainder, start: Probe
     let (mut h, delta) = (start.h, start.delta);
     let probes = if K == 0 { usize::from(probes) } else { K };
     for _ in 0..probes {
-        let bit = remainder.of(h);
-        array[(bit / 8) as usize] |= 1 << (bit % 8);
+        let (byte, bit) = remainder.byte_and_bit(h);
+        array[byte] |= 1 << bit;
         h = h.wrapping_add(delta);
     }
 }
 
 /// Whether all of one key's `probes` bits are set; `K` as for [`set_bits`]. Every probe
 /// runs and the answers are combined: no branch on bits that are set at random, so
-/// nothing to mispredict for absent keys.
+/// nothing to mispredict for absent keys. A byte past the array (impossible: the remainder
+/// is below the bit count) would read as set, so no probe has a panic path to keep in
+/// order.
 #[inline(always)]
 fn bits_set<const K: usize>(
     array: &[u8],
@@ -296,8 +292,8 @@ fn bits_set<const K: usize>(
     let probes = if K == 0 { usize::from(probes) } else { K };
     let mut all_set = true;
     for _ in 0..probes {
-        let bit = remainder.of(h);
-        all_set &= array[(bit / 8) as usize] & (1 << (bit % 8)) != 0;
+        let (byte, bit) = remainder.byte_and_bit(h);
+        all_set &= array.get(byte).is_none_or(|byte| byte >> bit & 1 != 0);
         h = h.wrapping_add(delta);
     }
     all_set
@@ -485,7 +481,7 @@ mod tests {
                 let mut want = vec![0u8; filter.len()];
                 let (k, array) = want.split_last_mut().unwrap();
                 *k = policy.probes();
-                let remainder = Remainder::new(bit_count(array));
+                let remainder = Remainder::new(array.len());
                 for key in &keys[..n] {
                     set_bits::<0>(array, remainder, ProbeStart::of(key), policy.probes());
                 }

@@ -25,37 +25,43 @@ static RECIPROCALS: [u64; TABLE_BYTES] = {
     table
 };
 
-/// Takes 32-bit hashes modulo a filter's bit count, exactly as `h % bits` does.
+/// Finds where a 32-bit hash falls in a bit array of whole bytes: `h % bits` with
+/// `bits = 8 * bytes`, as a byte index and a bit within that byte.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Remainder {
-    bits: u64,
+    bytes: u64,
     /// `ceil(2^64 / bits)`, or 0 when `bits` exceeds `u32::MAX` and `h % bits == h`.
     reciprocal: u64,
 }
 
 impl Remainder {
-    /// For a bit array of `bits >= 2` bits (filters have at least 8).
+    /// For an array of `bytes >= 1` bytes.
     #[inline]
-    pub(crate) fn new(bits: u64) -> Self {
-        debug_assert!(bits >= 2);
-        let reciprocal = if bits % 8 == 0 && bits < 8 * TABLE_BYTES as u64 {
-            RECIPROCALS[(bits / 8) as usize]
-        } else if bits > u64::from(u32::MAX) {
+    pub(crate) fn new(bytes: usize) -> Self {
+        debug_assert!(bytes >= 1);
+        let bytes = bytes as u64;
+        let reciprocal = if bytes < TABLE_BYTES as u64 {
+            RECIPROCALS[bytes as usize]
+        } else if bytes > u64::from(u32::MAX) / 8 {
             0
         } else {
-            u64::MAX / bits + 1
+            u64::MAX / (8 * bytes) + 1
         };
-        Remainder { bits, reciprocal }
+        Remainder { bytes, reciprocal }
     }
 
-    /// `h % bits`.
+    /// `(h % bits) / 8` and `(h % bits) % 8`. With `low = M * h mod 2^64`,
+    /// `h % bits = (low * 8 * bytes) >> 64`; taking `low * bytes` as a 128-bit product, that
+    /// is `8 * high + (its low word >> 61)`: the high word is the byte, the top three bits of
+    /// the low word the bit, with no shifting or masking of the remainder.
     #[inline]
-    pub(crate) fn of(self, h: u32) -> u64 {
+    pub(crate) fn byte_and_bit(self, h: u32) -> (usize, u32) {
         if self.reciprocal == 0 {
-            return u64::from(h);
+            return ((h / 8) as usize, h % 8);
         }
         let low = self.reciprocal.wrapping_mul(u64::from(h));
-        ((u128::from(low) * u128::from(self.bits)) >> 64) as u64
+        let product = u128::from(low) * u128::from(self.bytes);
+        ((product >> 64) as usize, ((product as u64) >> 61) as u32)
     }
 }
 
@@ -71,17 +77,24 @@ mod tests {
 
     #[test]
     fn equals_the_remainder_operator() {
+        // Bit counts; arrays are whole bytes, so each is rounded down to one.
         let mut sizes: Vec<u64> = (1..=4096).map(|bytes| bytes * 8).collect();
         sizes.extend([u64::from(u32::MAX), 1 << 32, (1 << 32) + 8, 1 << 40]);
         sizes.extend(
             (0..32)
-                .map(|s| (u64::from(u32::MAX) >> s) & !7)
+                .map(|s| u64::from(u32::MAX) >> s)
                 .filter(|&b| b >= 8),
         );
-        for bits in sizes {
-            let r = Remainder::new(bits);
+        for bits in sizes.into_iter().map(|bits| bits / 8 * 8) {
+            let r = Remainder::new((bits / 8) as usize);
             for h in hashes() {
-                assert_eq!(r.of(h), u64::from(h) % bits, "h {h} bits {bits}");
+                let (byte, bit) = r.byte_and_bit(h);
+                assert!(bit < 8);
+                assert_eq!(
+                    8 * byte as u64 + u64::from(bit),
+                    u64::from(h) % bits,
+                    "h {h} bits {bits}"
+                );
             }
         }
     }
