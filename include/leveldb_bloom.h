@@ -32,6 +32,12 @@
  * - Speed: the compact query runs a version compiled for the processor's popcount and BMI2
  *   instructions where it has them (chosen once per process); the environment variable
  *   LEVELDB_BLOOM_SIMD=portable pins the portable code. Bytes and answers are the same.
+ * - The drop-in library (libleveldb_bloom_dropin, which carries this API too) builds the
+ *   filters of leveldb::NewBloomFilterPolicy in the format LEVELDB_BLOOM_FORMAT names,
+ *   bloom (the default, LevelDB's own bytes) or compact, at LEVELDB_BLOOM_BITS_PER_KEY
+ *   if set (else the program's), read once per process; an invalid value gets one line on
+ *   stderr and the default. Stock LevelDB reads compact filters as "may match": every key
+ *   is found, the table is read unfiltered.
  */
 
 #ifndef LEVELDB_BLOOM_H

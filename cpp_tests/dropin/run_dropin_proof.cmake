@@ -122,7 +122,8 @@ foreach(arrangement IN LISTS arrangements)
   endif()
 
   execute_process(
-    COMMAND "${CMAKE_COMMAND}" -E env ${env} "LEVELDB_BLOOM_STATS_FILE=${stats_file}"
+    COMMAND "${CMAKE_COMMAND}" -E env ${env} --unset=LEVELDB_BLOOM_FORMAT
+            --unset=LEVELDB_BLOOM_BITS_PER_KEY "LEVELDB_BLOOM_STATS_FILE=${stats_file}"
             ${launcher} "${exe}" "${dir}/db"
     RESULT_VARIABLE rc
     OUTPUT_VARIABLE output
@@ -198,10 +199,15 @@ foreach(arrangement IN LISTS arrangements)
     continue()
   endif()
   file(READ "${stats_file}" stats_text)
-  foreach(f dropin_policies filters_built keys_added queries no_match)
+  foreach(f format bits_per_key dropin_policies filters_built keys_added queries no_match)
     unset(st_${f})
   endforeach()
   parse_lines(st "${stats_text}")
+  # No LEVELDB_BLOOM_FORMAT or _BITS_PER_KEY here: LevelDB's own filters at the program's.
+  if(NOT "${st_format}" STREQUAL "bloom" OR NOT "${st_bits_per_key}" STREQUAL "program")
+    message(FATAL_ERROR "${PROGRAM} [${arrangement}]: statistics file names format "
+                        "'${st_format}', bits per key '${st_bits_per_key}':\n${stats_text}")
+  endif()
   foreach(f dropin_policies filters_built keys_added queries no_match)
     if(NOT DEFINED st_${f} OR NOT "${st_${f}}" MATCHES "^[0-9]+$")
       message(FATAL_ERROR "${PROGRAM} [${arrangement}]: statistics file lacks ${f}:\n${stats_text}")

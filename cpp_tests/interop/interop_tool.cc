@@ -5,12 +5,17 @@
 //   callbacks  leveldb_filterpolicy_create() over leveldb_bloom_policy_create(10) and the
 //              four leveldb_bloom_cb_* callbacks (LevelDB's C API wrapper, our library);
 //   dropin     leveldb::NewBloomFilterPolicy(10) with libleveldb_bloom_dropin.so in
-//              LD_PRELOAD, so that the call lands in the drop-in.
+//              LD_PRELOAD, so that the call lands in the drop-in;
+//   dropin_compact  the same with LEVELDB_BLOOM_FORMAT=compact: the drop-in builds compact
+//              filters (a stock reader answers them "may match" and reads unfiltered).
 //
 // Usage:
 //   interop_tool write POLICY DB_DIR KEYS SEED   new database holding KEYS keys, compacted
-//   interop_tool read  POLICY DB_DIR KEYS SEED   every key and value, the deleted keys, KEYS/5
-//                                                keys never written, a full scan
+//   interop_tool read  POLICY DB_DIR KEYS SEED [compact]
+//                                                every key and value, the deleted keys, KEYS/5
+//                                                keys never written, a full scan; "compact":
+//                                                the database's filters are compact, so a
+//                                                Bloom policy must reject nothing
 //   interop_tool table POLICY FILE               one table via leveldb::TableBuilder
 //
 // Environment: LEVELDB_BLOOM_INTEROP_MAX_KEYS caps KEYS (write and read alike, so a matrix
@@ -81,11 +86,19 @@ void check(const leveldb::Status& s, const char* what) {
 // Which code runs.
 // ---------------------------------------------------------------------------
 
-enum class Mode { kStock, kCallbacks, kDropIn };
+enum class Mode { kStock, kCallbacks, kDropIn, kDropInCompact };
 
 const char* mode_name(Mode m) {
-  return m == Mode::kStock ? "stock" : m == Mode::kCallbacks ? "callbacks" : "dropin";
+  switch (m) {
+    case Mode::kStock: return "stock";
+    case Mode::kCallbacks: return "callbacks";
+    case Mode::kDropIn: return "dropin";
+    case Mode::kDropInCompact: return "dropin_compact";
+  }
+  return "?";
 }
+
+bool is_dropin(Mode m) { return m == Mode::kDropIn || m == Mode::kDropInCompact; }
 
 // The file of the loaded object that holds `addr`.
 std::string object_of(const void* addr) {
@@ -104,15 +117,15 @@ class Policy {
     const std::string nbfp = object_of(reinterpret_cast<const void*>(&leveldb::NewBloomFilterPolicy));
     const bool nbfp_is_dropin = contains(nbfp, "libleveldb_bloom_dropin");
     const bool nbfp_is_leveldb = contains(nbfp, "libleveldb.so") && !contains(nbfp, "leveldb_bloom");
-    if (mode == Mode::kDropIn ? !nbfp_is_dropin : !nbfp_is_leveldb) {
+    if (is_dropin(mode) ? !nbfp_is_dropin : !nbfp_is_leveldb) {
       die("leveldb::NewBloomFilterPolicy resolves to %s, wrong for this mode (%s)", nbfp,
           mode_name(mode));
     }
     // Where the leveldb_bloom C API resolves: the drop-in (preloaded, it comes first) in
     // dropin mode, else libleveldb_bloom.so.
     const std::string capi = object_of(reinterpret_cast<const void*>(&leveldb_bloom_global_stats));
-    if (mode == Mode::kDropIn ? !contains(capi, "libleveldb_bloom_dropin")
-                              : !contains(capi, "libleveldb_bloom.so")) {
+    if (is_dropin(mode) ? !contains(capi, "libleveldb_bloom_dropin")
+                        : !contains(capi, "libleveldb_bloom.so")) {
       die("leveldb_bloom_global_stats resolves to %s, wrong for this mode (%s)", capi,
           mode_name(mode));
     }
@@ -138,11 +151,11 @@ class Policy {
       if (mode == Mode::kStock && type != kLevelDBBloomType) {
         die("stock policy has dynamic type %s (from %s)", type, type_home);
       }
-      if (mode == Mode::kDropIn &&
+      if (is_dropin(mode) &&
           (type == kLevelDBBloomType || !contains(type_home, "libleveldb_bloom_dropin"))) {
         die("drop-in policy has dynamic type %s (from %s)", type, type_home);
       }
-      if (mode == Mode::kDropIn) {
+      if (is_dropin(mode)) {
         // The drop-in's own count of NewBloomFilterPolicy calls it served.
         using Count = uint64_t (*)();
         auto created =
@@ -152,6 +165,20 @@ class Policy {
     }
     if (std::strcmp(policy_->Name(), "leveldb.BuiltinBloomFilter2") != 0) {
       die("policy name %s", policy_->Name());
+    }
+    if (is_dropin(mode)) {
+      // Which format the drop-in builds: a Bloom filter ends in its probe count (1..30), a
+      // compact one in its marker (32..255). Counted work is then forgotten again.
+      const leveldb::Slice keys[2] = {"a", "b"};
+      std::string filter;
+      policy_->CreateFilter(keys, 2, &filter);
+      const unsigned last = filter.empty() ? 0 : static_cast<unsigned char>(filter.back());
+      const bool compact = last >= 32;
+      if (compact != (mode == Mode::kDropInCompact)) {
+        die("the drop-in builds %s filters, wrong for this mode (%s)",
+            compact ? "compact" : "Bloom", mode_name(mode));
+      }
+      leveldb_bloom_global_stats_reset();
     }
     std::printf("mode=%s NewBloomFilterPolicy=%s policy_type=%s\n", mode_name(mode), nbfp.c_str(),
                 type.c_str());
@@ -333,7 +360,8 @@ int cmd_write(const Policy& policy, const std::string& dir, const Workload& w) {
   return 0;
 }
 
-int cmd_read(const Policy& policy, const std::string& dir, const Workload& w) {
+int cmd_read(const Policy& policy, const std::string& dir, const Workload& w,
+             bool compact_filters) {
   const std::set<std::string> tables_before = table_files(dir);
   std::unique_ptr<leveldb::DB> db = open_db(policy, dir, false);
   const leveldb::ReadOptions ro;
@@ -372,9 +400,14 @@ int cmd_read(const Policy& policy, const std::string& dir, const Workload& w) {
   const leveldb_bloom_stats s = policy.stats();
   if (policy.mode() != Mode::kStock) {
     // One level without overlap: each lookup asks exactly one filter if its key is inside a
-    // table's range; at 10 bits per key about 99% of absent keys are rejected.
+    // table's range; at 10 bits per key about 99% of absent keys are rejected. A Bloom
+    // policy answers compact filters as LevelDB does: "may match", every one.
     if (s.queries < present) die("fewer filter queries than present lookups");
-    if (s.no_match * 10 < absent * 9) die("fewer than 90%% of absent lookups rejected");
+    if (compact_filters && policy.mode() != Mode::kDropInCompact) {
+      if (s.no_match != 0) die("a Bloom policy rejected keys by compact filters");
+    } else if (s.no_match * 10 < absent * 9) {
+      die("fewer than 90%% of absent lookups rejected");
+    }
     if (s.no_match > absent) die("more rejections than absent lookups");
   }
   return 0;
@@ -438,10 +471,12 @@ int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 4) {
     std::fprintf(stderr,
-                 "usage: %s write|read POLICY DB_DIR KEYS SEED\n"
+                 "usage: %s write POLICY DB_DIR KEYS SEED\n"
+                 "       %s read POLICY DB_DIR KEYS SEED [compact]   (compact: the database's\n"
+                 "                                                    filters are compact)\n"
                  "       %s table POLICY FILE\n"
-                 "POLICY: stock | callbacks | dropin\n",
-                 argv[0], argv[0]);
+                 "POLICY: stock | callbacks | dropin | dropin_compact\n",
+                 argv[0], argv[0], argv[0]);
     return 2;
   }
   const std::string cmd = argv[1], mode_arg = argv[2];
@@ -452,19 +487,23 @@ int main(int argc, char** argv) {
     mode = Mode::kCallbacks;
   } else if (mode_arg == "dropin") {
     mode = Mode::kDropIn;
+  } else if (mode_arg == "dropin_compact") {
+    mode = Mode::kDropInCompact;
   } else {
     die("unknown policy %s", mode_arg);
   }
   const Policy policy(mode);
   if (cmd == "table" && argc == 4) return cmd_table(policy, argv[3]);
-  if ((cmd == "write" || cmd == "read") && argc == 6) {
+  const bool compact_filters = cmd == "read" && argc == 7 && std::string(argv[6]) == "compact";
+  if ((cmd == "write" && argc == 6) || (cmd == "read" && (argc == 6 || compact_filters))) {
     uint64_t keys = parse_count(argv[4]);
     if (const char* cap = std::getenv("LEVELDB_BLOOM_INTEROP_MAX_KEYS"); cap && *cap) {
       keys = std::min(keys, parse_count(cap));
       std::printf("LEVELDB_BLOOM_INTEROP_MAX_KEYS: %" PRIu64 " keys\n", keys);
     }
     const Workload w(keys, parse_count(argv[5]));
-    return cmd == "write" ? cmd_write(policy, argv[3], w) : cmd_read(policy, argv[3], w);
+    return cmd == "write" ? cmd_write(policy, argv[3], w)
+                          : cmd_read(policy, argv[3], w, compact_filters);
   }
   die("bad arguments for %s", cmd);
 }

@@ -6,6 +6,10 @@
 //!
 //! Setting `LEVELDB_BLOOM_STATS_FILE` makes the process write the global statistics to that
 //! file at exit, so that a program that knows nothing of leveldb-bloom can be shown to use it.
+//! `LEVELDB_BLOOM_FORMAT` and `LEVELDB_BLOOM_BITS_PER_KEY` choose the filters it builds
+//! (`format.rs`).
+
+mod format;
 
 use std::ffi::{c_int, c_void};
 use std::io::Write;
@@ -16,8 +20,13 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub use leveldb_bloom::ffi;
 
 unsafe extern "C-unwind" {
-    /// Defined in shim.cc: a new `leveldb::FilterPolicy` backed by the C API.
-    fn leveldb_bloom_dropin_new_filter_policy(bits_per_key: c_int) -> *const c_void;
+    /// Defined in shim.cc: a new `leveldb::FilterPolicy` that owns `policy` (not NULL) and
+    /// answers through the C API; throws `std::bad_alloc` if it cannot be allocated.
+    /// (`policy` is a `leveldb_bloom_policy*`; opaque here, its layout is the core's own.)
+    fn leveldb_bloom_dropin_new_filter_policy(policy: *mut c_void) -> *const c_void;
+
+    /// Defined in shim.cc: throws `std::bad_alloc`.
+    fn leveldb_bloom_dropin_throw_bad_alloc() -> !;
 }
 
 /// How many policies this library has handed out in place of LevelDB's.
@@ -28,10 +37,58 @@ static POLICIES_CREATED: AtomicU64 = AtomicU64::new(0);
 /// passes through, as it would from LevelDB's own definition.
 #[unsafe(export_name = "_ZN7leveldb20NewBloomFilterPolicyEi")]
 pub extern "C-unwind" fn new_bloom_filter_policy(bits_per_key: c_int) -> *const c_void {
+    new_policy_object(bits_per_key)
+}
+
+/// The body of both entry points. They must not call each other: in a process that links
+/// libleveldb ahead of this library, a call to the exported `NewBloomFilterPolicy` symbol
+/// from inside it may resolve to LevelDB's own.
+fn new_policy_object(bits_per_key: c_int) -> *const c_void {
     POLICIES_CREATED.fetch_add(1, Relaxed);
     register_stats_file_at_exit();
-    // SAFETY: the shim's function takes any int and returns a new policy or throws.
-    unsafe { leveldb_bloom_dropin_new_filter_policy(bits_per_key) }
+    let policy = create_policy(bits_per_key);
+    if policy.is_null() {
+        // Out of memory: what LevelDB's own `new` would do.
+        // SAFETY: a null policy is never handed over; this only throws.
+        unsafe { leveldb_bloom_dropin_throw_bad_alloc() };
+    }
+    // SAFETY: `policy` is a live policy from the C API, whose ownership passes to the shim.
+    unsafe { leveldb_bloom_dropin_new_filter_policy(policy.cast()) }
+}
+
+/// The C policy for a program that asked for `bits_per_key`, in the format the environment
+/// chose (`format.rs`); Bloom filters when the bits per key are outside what compact filters
+/// take. A negative `bits_per_key` (undefined behaviour in LevelDB) is taken as 0: LevelDB's
+/// C wrapper cannot handle a NULL policy, and 0 still builds valid filters every reader
+/// understands. NULL only when memory runs out.
+fn create_policy(bits_per_key: c_int) -> *mut ffi::leveldb_bloom_policy {
+    let program_bits = bits_per_key.max(0);
+    let choice = format::choice();
+    if choice.format == format::Format::Compact {
+        let bits = choice.bits_per_key.unwrap_or(f64::from(program_bits));
+        if leveldb_bloom::CompactPolicy::new(bits).is_ok() {
+            return ffi::leveldb_bloom_policy_create_compact(bits);
+        }
+        warn_once_compact_refused(bits);
+    }
+    let bits = choice
+        .bits_per_key
+        .map_or(program_bits, |bits| bits as c_int);
+    ffi::leveldb_bloom_policy_create(bits)
+}
+
+/// One line, the first time a program's own bits per key are outside what compact filters
+/// take: its policies then build Bloom filters.
+#[cold]
+fn warn_once_compact_refused(bits: f64) {
+    static WARNED: Once = Once::new();
+    WARNED.call_once(|| {
+        eprintln!(
+            "leveldb-bloom: compact filters take 0 to {} bits per key, not {bits}; building \
+             bloom filters",
+            leveldb_bloom::compact::MAX_BITS_PER_KEY
+        );
+    });
 }
 
 /// The drop-in's `leveldb::FilterPolicy` object, for a program that also uses stock
@@ -42,7 +99,7 @@ pub extern "C-unwind" fn new_bloom_filter_policy(bits_per_key: c_int) -> *const 
 pub extern "C-unwind" fn leveldb_bloom_dropin_filter_policy_create(
     bits_per_key: c_int,
 ) -> *const c_void {
-    new_bloom_filter_policy(bits_per_key)
+    new_policy_object(bits_per_key)
 }
 
 /// The number of `leveldb::NewBloomFilterPolicy` calls this library served.
@@ -69,8 +126,14 @@ extern "C" fn write_stats_file() {
             return;
         };
         let stats = leveldb_bloom::stats::global_snapshot();
+        let choice = format::choice();
+        let bits = choice
+            .bits_per_key
+            .map_or_else(|| "program".to_owned(), |bits| bits.to_string());
         let text = format!(
-            "dropin_policies={}\nfilters_built={}\nkeys_added={}\nqueries={}\nno_match={}\n",
+            "format={}\nbits_per_key={bits}\ndropin_policies={}\nfilters_built={}\n\
+             keys_added={}\nqueries={}\nno_match={}\n",
+            choice.format.name(),
             POLICIES_CREATED.load(Relaxed),
             stats.filters_built,
             stats.keys_added,

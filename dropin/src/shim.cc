@@ -57,11 +57,17 @@ class DropInBloomPolicy final : public leveldb::FilterPolicy {
 
 }  // namespace
 
-// Called by the Rust side's definition of leveldb::NewBloomFilterPolicy(int). A negative
-// bits_per_key (undefined behaviour in LevelDB) is taken as 0: LevelDB's C wrapper cannot
-// handle a NULL policy, and 0 still builds valid filters every reader understands.
-extern "C" const leveldb::FilterPolicy* leveldb_bloom_dropin_new_filter_policy(int bits_per_key) {
-  leveldb_bloom_policy* policy = leveldb_bloom_policy_create(bits_per_key < 0 ? 0 : bits_per_key);
-  if (policy == nullptr) throw std::bad_alloc();
-  return new DropInBloomPolicy(policy);
+// Called by the Rust side's definition of leveldb::NewBloomFilterPolicy(int), which makes
+// `policy` (never NULL) in the format the environment chose; the new object owns it.
+extern "C" const leveldb::FilterPolicy* leveldb_bloom_dropin_new_filter_policy(
+    leveldb_bloom_policy* policy) {
+  try {
+    return new DropInBloomPolicy(policy);
+  } catch (...) {
+    leveldb_bloom_policy_destroy(policy);
+    throw;
+  }
 }
+
+// What `new` does when memory runs out, for the Rust side when the C API returns NULL.
+extern "C" [[noreturn]] void leveldb_bloom_dropin_throw_bad_alloc() { throw std::bad_alloc(); }

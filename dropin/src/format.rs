@@ -1,0 +1,179 @@
+//! Which filter format the drop-in builds, chosen from the environment once per process:
+//!
+//! - `LEVELDB_BLOOM_FORMAT`: `bloom` (the default: LevelDB's own filters, bit for bit) or
+//!   `compact` (leveldb-bloom's compact filters, under the same policy name);
+//! - `LEVELDB_BLOOM_BITS_PER_KEY`: replaces the bits per key the program asked for; a
+//!   whole number for `bloom`, fractional allowed for `compact`.
+//!
+//! Unset or empty means the default. A value that is not one of these gets one line on
+//! standard error and the default for that variable: never an abort, and never a filter
+//! that a reader would answer wrongly. Either format's policy answers both formats' filters.
+
+use std::ffi::OsString;
+use std::sync::OnceLock;
+
+use leveldb_bloom::compact::MAX_BITS_PER_KEY;
+use leveldb_bloom::{BloomPolicy, CompactPolicy};
+
+/// A filter format the drop-in can build.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Format {
+    Bloom,
+    Compact,
+}
+
+impl Format {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Format::Bloom => "bloom",
+            Format::Compact => "compact",
+        }
+    }
+}
+
+/// What the environment asked for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Choice {
+    pub(crate) format: Format,
+    /// Bits per key that replace the program's, already valid for `format`.
+    pub(crate) bits_per_key: Option<f64>,
+}
+
+/// The process's choice, read from the environment at the first call; the lines about
+/// invalid values are written then, once.
+pub(crate) fn choice() -> Choice {
+    static CHOICE: OnceLock<Choice> = OnceLock::new();
+    *CHOICE.get_or_init(|| {
+        let (choice, complaints) = parse(
+            std::env::var_os("LEVELDB_BLOOM_FORMAT"),
+            std::env::var_os("LEVELDB_BLOOM_BITS_PER_KEY"),
+        );
+        for complaint in complaints {
+            eprintln!("leveldb-bloom: {complaint}");
+        }
+        choice
+    })
+}
+
+/// The choice the two variables' values make, and a line for each value that is ignored.
+pub(crate) fn parse(format: Option<OsString>, bits: Option<OsString>) -> (Choice, Vec<String>) {
+    let mut complaints = Vec::new();
+    let format = match format.as_ref().map(|v| v.to_str()) {
+        None | Some(Some("" | "bloom")) => Format::Bloom,
+        Some(Some("compact")) => Format::Compact,
+        Some(_) => {
+            complaints.push(format!(
+                "LEVELDB_BLOOM_FORMAT={:?} is not bloom or compact; building bloom filters",
+                format.unwrap_or_default()
+            ));
+            Format::Bloom
+        }
+    };
+    let bits_per_key = match bits.as_ref().map(|v| v.to_str()) {
+        None | Some(Some("")) => None,
+        Some(value) => {
+            let parsed = value.and_then(|v| bits_per_key(format, v));
+            if parsed.is_none() {
+                let wanted = match format {
+                    Format::Bloom => format!("a whole number from 0 to {}", i32::MAX),
+                    Format::Compact => format!("a number from 0 to {MAX_BITS_PER_KEY}"),
+                };
+                complaints.push(format!(
+                    "LEVELDB_BLOOM_BITS_PER_KEY={:?} is not {wanted} for {} filters; using \
+                     the program's bits per key",
+                    bits.unwrap_or_default(),
+                    format.name()
+                ));
+            }
+            parsed
+        }
+    };
+    (
+        Choice {
+            format,
+            bits_per_key,
+        },
+        complaints,
+    )
+}
+
+/// `value` as bits per key for `format`, if the format's policy accepts it.
+fn bits_per_key(format: Format, value: &str) -> Option<f64> {
+    match format {
+        Format::Bloom => {
+            let bits: i32 = value.trim().parse().ok()?;
+            BloomPolicy::new(bits).ok().map(|_| f64::from(bits))
+        }
+        Format::Compact => {
+            let bits: f64 = value.trim().parse().ok()?;
+            CompactPolicy::new(bits).ok().map(|_| bits)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(format: Option<&str>, bits: Option<&str>) -> (Choice, Vec<String>) {
+        parse(format.map(OsString::from), bits.map(OsString::from))
+    }
+
+    fn chosen(format: Format, bits_per_key: Option<f64>) -> Choice {
+        Choice {
+            format,
+            bits_per_key,
+        }
+    }
+
+    #[test]
+    fn unset_or_empty_is_bloom_at_the_program_s_bits() {
+        for (format, bits) in [(None, None), (Some(""), Some("")), (Some("bloom"), None)] {
+            assert_eq!(env(format, bits), (chosen(Format::Bloom, None), vec![]));
+        }
+    }
+
+    #[test]
+    fn valid_values_are_taken() {
+        assert_eq!(env(Some("compact"), None).0, chosen(Format::Compact, None));
+        assert_eq!(
+            env(Some("compact"), Some("7.5")).0,
+            chosen(Format::Compact, Some(7.5))
+        );
+        assert_eq!(
+            env(Some("bloom"), Some("16")).0,
+            chosen(Format::Bloom, Some(16.0))
+        );
+        assert_eq!(env(None, Some(" 0 ")).0, chosen(Format::Bloom, Some(0.0)));
+    }
+
+    #[test]
+    fn each_invalid_value_is_one_line_and_the_default() {
+        let (choice, complaints) = env(Some("Compact"), Some("ten"));
+        assert_eq!(choice, chosen(Format::Bloom, None));
+        assert_eq!(complaints.len(), 2, "{complaints:?}");
+        assert!(complaints[0].contains("LEVELDB_BLOOM_FORMAT=\"Compact\""));
+        assert!(complaints[1].contains("LEVELDB_BLOOM_BITS_PER_KEY=\"ten\""));
+
+        // Fractional bits are for compact filters only; out-of-range values for neither.
+        for (format, bits) in [
+            ("bloom", "10.5"),
+            ("bloom", "-1"),
+            ("compact", "33"),
+            ("compact", "-0.5"),
+            ("compact", "NaN"),
+        ] {
+            let (choice, complaints) = env(Some(format), Some(bits));
+            assert_eq!(choice.bits_per_key, None, "{format} {bits}");
+            assert_eq!(complaints.len(), 1, "{format} {bits}: {complaints:?}");
+        }
+    }
+
+    #[test]
+    fn a_value_that_is_not_unicode_is_invalid() {
+        use std::os::unix::ffi::OsStringExt;
+        let (choice, complaints) = parse(Some(OsString::from_vec(vec![0xff])), None);
+        assert_eq!(choice, chosen(Format::Bloom, None));
+        assert_eq!(complaints.len(), 1);
+    }
+}
