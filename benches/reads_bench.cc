@@ -57,7 +57,7 @@ constexpr size_t kValueLen = 100;
 // oversleep by tens of microseconds).
 struct ReadCounter {
   std::atomic<uint64_t> reads{0};
-  uint64_t delay_ns = 0;
+  std::atomic<uint64_t> delay_ns{0};  // a background compaction may read tables too
 };
 
 class CountingFile final : public leveldb::RandomAccessFile {
@@ -66,8 +66,8 @@ class CountingFile final : public leveldb::RandomAccessFile {
   leveldb::Status Read(uint64_t offset, size_t n, leveldb::Slice* result,
                        char* scratch) const override {
     counter_->reads.fetch_add(1, std::memory_order_relaxed);
-    if (counter_->delay_ns != 0) {
-      const uint64_t until = NowNs() + counter_->delay_ns;
+    if (const uint64_t delay = counter_->delay_ns.load(std::memory_order_relaxed); delay != 0) {
+      const uint64_t until = NowNs() + delay;
       while (NowNs() < until) {
       }
     }
@@ -217,7 +217,7 @@ Row Measure(const std::string& name, const leveldb::FilterPolicy* policy, const 
   row.shape = shape;
   std::tie(row.ns_absent, row.reads_absent) = TimeGets(db.get(), shape, cfg, cfg.gets, false, 2, &counter);
   std::tie(row.ns_present, row.reads_present) = TimeGets(db.get(), shape, cfg, present_gets, true, 3, &counter);
-  counter.delay_ns = cfg.delay_us * 1000;
+  counter.delay_ns.store(cfg.delay_us * 1000);
   row.us_absent_delayed = TimeGets(db.get(), shape, cfg, cfg.gets, false, 4, &counter).first / 1000;
   row.us_present_delayed =
       TimeGets(db.get(), shape, cfg, std::max<uint64_t>(present_gets / 4, 1), true, 5, &counter).first / 1000;
@@ -283,6 +283,8 @@ int main(int argc, char** argv) {
     if (mkdtemp(templ) == nullptr) Fail("mkdtemp failed");
     cfg.dir = templ;
     made_dir = true;
+  } else {
+    fs::create_directories(cfg.dir);
   }
   std::printf("%" PRIu64 " keys, 100-byte values, %d bits per key, no block cache; %" PRIu64
               " absent and %" PRIu64 " present Gets; delayed passes add %" PRIu64
