@@ -122,15 +122,6 @@ void Check(const leveldb::Status& s, const char* what) {
   if (!s.ok()) Fail("%s: %s", what, s.ToString().c_str());
 }
 
-// Which format a policy builds: a Bloom filter ends in its probe count (1..30), a compact one
-// in its marker (32..255).
-const char* FormatOf(const leveldb::FilterPolicy* policy) {
-  const leveldb::Slice keys[2] = {"a", "b"};
-  std::string filter;
-  policy->CreateFilter(keys, 2, &filter);
-  return !filter.empty() && static_cast<unsigned char>(filter.back()) >= 32 ? "compact" : "bloom";
-}
-
 struct Row {
   std::string policy, format, shape;
   double reads_absent = 0, reads_present = 0;  // table reads per Get
@@ -213,7 +204,7 @@ Row Measure(const std::string& name, const leveldb::FilterPolicy* policy, const 
 
   Row row;
   row.policy = name;
-  row.format = FormatOf(policy);
+  row.format = support::builds_compact_filters(policy) ? "compact" : "bloom";
   row.shape = shape;
   std::tie(row.ns_absent, row.reads_absent) = TimeGets(db.get(), shape, cfg, cfg.gets, false, 2, &counter);
   std::tie(row.ns_present, row.reads_present) = TimeGets(db.get(), shape, cfg, present_gets, true, 3, &counter);

@@ -63,6 +63,7 @@
 #include <leveldb/write_batch.h>
 
 #include "leveldb_bloom.h"
+#include "support.h"
 
 namespace {
 
@@ -167,13 +168,8 @@ class Policy {
       die("policy name %s", policy_->Name());
     }
     if (is_dropin(mode)) {
-      // Which format the drop-in builds: a Bloom filter ends in its probe count (1..30), a
-      // compact one in its marker (32..255). Counted work is then forgotten again.
-      const leveldb::Slice keys[2] = {"a", "b"};
-      std::string filter;
-      policy_->CreateFilter(keys, 2, &filter);
-      const unsigned last = filter.empty() ? 0 : static_cast<unsigned char>(filter.back());
-      const bool compact = last >= 32;
+      // Which format the drop-in builds; the work it counts is then forgotten again.
+      const bool compact = support::builds_compact_filters(policy_);
       if (compact != (mode == Mode::kDropInCompact)) {
         die("the drop-in builds %s filters, wrong for this mode (%s)",
             compact ? "compact" : "Bloom", mode_name(mode));

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <leveldb/filter_policy.h>
+#include <leveldb/slice.h>
 
 #include "leveldb_bloom.h"
 
@@ -214,6 +215,15 @@ inline const leveldb::FilterPolicy* leveldb_policy(int bits_per_key) {
 inline std::unique_ptr<const leveldb::FilterPolicy> dropin_policy(int bits_per_key) {
   return std::unique_ptr<const leveldb::FilterPolicy>(static_cast<const leveldb::FilterPolicy*>(
       leveldb_bloom_dropin_filter_policy_create(bits_per_key)));
+}
+
+// Whether `policy` builds compact filters: a Bloom filter ends in its probe count (1..30),
+// a compact one in its marker (32..255). Builds one filter of two keys to see.
+inline bool builds_compact_filters(const leveldb::FilterPolicy* policy) {
+  const leveldb::Slice keys[2] = {"a", "b"};
+  std::string filter;
+  policy->CreateFilter(keys, 2, &filter);
+  return !filter.empty() && static_cast<unsigned char>(filter.back()) >= 32;
 }
 
 // The shared object that defines the code or data at `addr` ("?" when none: the executable

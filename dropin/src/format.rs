@@ -12,22 +12,15 @@
 use std::ffi::OsString;
 use std::sync::OnceLock;
 
+pub(crate) use leveldb_bloom::Format;
 use leveldb_bloom::compact::MAX_BITS_PER_KEY;
 use leveldb_bloom::{BloomPolicy, CompactPolicy};
 
-/// A filter format the drop-in can build.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Format {
-    Bloom,
-    Compact,
-}
-
-impl Format {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Format::Bloom => "bloom",
-            Format::Compact => "compact",
-        }
+/// The format's value of `LEVELDB_BLOOM_FORMAT`.
+pub(crate) fn name(format: Format) -> &'static str {
+    match format {
+        Format::Bloom => "bloom",
+        Format::Compact => "compact",
     }
 }
 
@@ -82,7 +75,7 @@ pub(crate) fn parse(format: Option<OsString>, bits: Option<OsString>) -> (Choice
                     "LEVELDB_BLOOM_BITS_PER_KEY={:?} is not {wanted} for {} filters; using \
                      the program's bits per key",
                     bits.unwrap_or_default(),
-                    format.name()
+                    name(format)
                 ));
             }
             parsed

@@ -20,13 +20,11 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub use leveldb_bloom::ffi;
 
 unsafe extern "C-unwind" {
-    /// Defined in shim.cc: a new `leveldb::FilterPolicy` that owns `policy` (not NULL) and
-    /// answers through the C API; throws `std::bad_alloc` if it cannot be allocated.
-    /// (`policy` is a `leveldb_bloom_policy*`; opaque here, its layout is the core's own.)
+    /// Defined in shim.cc: a new `leveldb::FilterPolicy` that owns `policy` and answers
+    /// through the C API; throws `std::bad_alloc` if `policy` is NULL or the object cannot be
+    /// allocated. (`policy` is a `leveldb_bloom_policy*`; opaque here, its layout is the
+    /// core's own.)
     fn leveldb_bloom_dropin_new_filter_policy(policy: *mut c_void) -> *const c_void;
-
-    /// Defined in shim.cc: throws `std::bad_alloc`.
-    fn leveldb_bloom_dropin_throw_bad_alloc() -> !;
 }
 
 /// How many policies this library has handed out in place of LevelDB's.
@@ -46,14 +44,9 @@ pub extern "C-unwind" fn new_bloom_filter_policy(bits_per_key: c_int) -> *const 
 fn new_policy_object(bits_per_key: c_int) -> *const c_void {
     POLICIES_CREATED.fetch_add(1, Relaxed);
     register_stats_file_at_exit();
-    let policy = create_policy(bits_per_key);
-    if policy.is_null() {
-        // Out of memory: what LevelDB's own `new` would do.
-        // SAFETY: a null policy is never handed over; this only throws.
-        unsafe { leveldb_bloom_dropin_throw_bad_alloc() };
-    }
-    // SAFETY: `policy` is a live policy from the C API, whose ownership passes to the shim.
-    unsafe { leveldb_bloom_dropin_new_filter_policy(policy.cast()) }
+    // SAFETY: `policy` is NULL or a live policy from the C API, whose ownership passes to the
+    // shim; NULL throws, as LevelDB's own `new` does when memory runs out.
+    unsafe { leveldb_bloom_dropin_new_filter_policy(create_policy(bits_per_key).cast()) }
 }
 
 /// The C policy for a program that asked for `bits_per_key`, in the format the environment
@@ -133,7 +126,7 @@ extern "C" fn write_stats_file() {
         let text = format!(
             "format={}\nbits_per_key={bits}\ndropin_policies={}\nfilters_built={}\n\
              keys_added={}\nqueries={}\nno_match={}\n",
-            choice.format.name(),
+            format::name(choice.format),
             POLICIES_CREATED.load(Relaxed),
             stats.filters_built,
             stats.keys_added,

@@ -58,9 +58,11 @@ class DropInBloomPolicy final : public leveldb::FilterPolicy {
 }  // namespace
 
 // Called by the Rust side's definition of leveldb::NewBloomFilterPolicy(int), which makes
-// `policy` (never NULL) in the format the environment chose; the new object owns it.
+// `policy` in the format the environment chose; the new object owns it. NULL (memory ran
+// out) throws std::bad_alloc, as LevelDB's own `new` would.
 extern "C" const leveldb::FilterPolicy* leveldb_bloom_dropin_new_filter_policy(
     leveldb_bloom_policy* policy) {
+  if (policy == nullptr) throw std::bad_alloc();
   try {
     return new DropInBloomPolicy(policy);
   } catch (...) {
@@ -68,6 +70,3 @@ extern "C" const leveldb::FilterPolicy* leveldb_bloom_dropin_new_filter_policy(
     throw;
   }
 }
-
-// What `new` does when memory runs out, for the Rust side when the C API returns NULL.
-extern "C" [[noreturn]] void leveldb_bloom_dropin_throw_bad_alloc() { throw std::bad_alloc(); }
