@@ -11,8 +11,15 @@
 // LevelDB and Bloom policies answer "may match", so tables written with them stay readable
 // everywhere.
 //
-// The library is linked from ../../target/release (build it with `cargo build --release`
-// at the repository root); the binary records that directory as its run path.
+// Linking: the cgo flags come from pkg-config (`leveldb_bloom.pc`), so the package builds
+// against an installed prefix, e.g. after `cmake --install build --prefix /opt/lb`:
+//
+//	PKG_CONFIG_PATH=/opt/lb/lib/pkgconfig LD_LIBRARY_PATH=/opt/lb/lib go test ./...
+//
+// or against the repository's build tree (`cargo build --release`), whose .pc file is
+// bindings/go/pkgconfig (it records target/release as the run path):
+//
+//	PKG_CONFIG_PATH=$PWD/bindings/go/pkgconfig go test ./...
 //
 // Ownership: a Policy owns one C policy, freed by Close (once; later calls do nothing) or,
 // as a safety net, by a finalizer. Thread safety, as in the C header: a Policy may be used
@@ -20,8 +27,7 @@
 package leveldbbloom
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../include
-#cgo LDFLAGS: -L${SRCDIR}/../../target/release -lleveldb_bloom -Wl,-rpath,${SRCDIR}/../../target/release
+#cgo pkg-config: leveldb_bloom
 #include <stdint.h>
 #include <stdlib.h>
 #include "leveldb_bloom.h"

@@ -14,8 +14,8 @@ LevelDB answers "may match"; such a policy still answers LevelDB's Bloom filters
 does.
 
 Keys, filters and blocks are byte strings: ``bytes``, ``bytearray`` or ``memoryview``
-(anything else is a ``TypeError``). The library is found through ``$LEVELDB_BLOOM_LIB``,
-next to this package, or on the system library path; see ``leveldb_bloom._native``.
+(anything else is a ``TypeError``). The library is the one ``pip install`` built into this
+package, unless ``$LEVELDB_BLOOM_LIB`` names another; see ``leveldb_bloom._native``.
 
 Ownership: each ``FilterPolicy`` and ``FilterBlockBuilder`` owns one C object, freed exactly
 once by ``close()``, by leaving its ``with`` block, or when it is garbage collected.

@@ -4,7 +4,8 @@ The library is looked up, in order:
 
 1. ``$LEVELDB_BLOOM_LIB``: the path of the shared library (or of a directory holding
    ``libleveldb_bloom.so``). When it is set, nothing else is tried.
-2. ``libleveldb_bloom.so`` next to this package (copied there by hand or by a packager).
+2. The library inside this package: ``libleveldb_bloom*.so`` in its directory, where
+   ``pip install`` puts the one it builds (setup.py).
 3. The system library path: ``ctypes.util.find_library("leveldb_bloom")``, then
    ``CDLL("libleveldb_bloom.so")`` (which honours ``LD_LIBRARY_PATH``).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import glob
 import os
 from typing import List, Tuple
 
@@ -113,9 +115,8 @@ def _candidates() -> Tuple[List[str], bool]:
         path = os.path.join(env, LIB_FILE) if os.path.isdir(env) else env
         return [path], True
     names = []
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), LIB_FILE)
-    if os.path.exists(here):
-        names.append(here)
+    here = os.path.dirname(os.path.abspath(__file__))
+    names.extend(sorted(glob.glob(os.path.join(glob.escape(here), "libleveldb_bloom*.so"))))
     found = ctypes.util.find_library("leveldb_bloom")
     if found:
         names.append(found)
@@ -149,9 +150,9 @@ def load() -> Tuple[ctypes.CDLL, str]:
         where += "ctypes.util.find_library('leveldb_bloom') and the system library path"
     raise ImportError(
         "leveldb_bloom: cannot load the shared library libleveldb_bloom.so "
-        f"(looked in {where}). Build it with `cargo build --release` and set "
-        f"{LIB_ENV} to target/release/{LIB_FILE}, copy it next to the package, or install "
-        "it in the system library path. Errors: " + "; ".join(errors)
+        f"(looked in {where}). `pip install` of the package builds it in; or build it with "
+        f"`cargo build --release` and set {LIB_ENV} to target/release/{LIB_FILE}, or "
+        "install it in the system library path. Errors: " + "; ".join(errors)
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -39,13 +40,16 @@ def test_missing_library_is_an_import_error():
     assert "ImportError" in r.stderr and "LEVELDB_BLOOM_LIB" in r.stderr
 
 
-def test_library_directory_in_env():
+def test_library_file_or_directory_in_env(tmp_path):
     lib = lb.library_path()
     if os.sep not in lib:
         pytest.skip("library loaded from the system path")
-    r = _import_in_subprocess(os.path.dirname(os.path.abspath(lib)))
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.endswith("libleveldb_bloom.so")
+    copy = tmp_path / "libleveldb_bloom.so"
+    shutil.copy(lib, copy)
+    for told in (copy, tmp_path):
+        r = _import_in_subprocess(str(told))
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == str(copy)
 
 
 # ------------------------------------------------------------------ errors

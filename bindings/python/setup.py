@@ -1,0 +1,100 @@
+"""Builds the package with the Rust library inside it.
+
+setuptools-rust runs ``cargo build --release`` on the leveldb-bloom crate (a plain
+``cdylib``: no Python binding, ctypes loads it) and puts ``libleveldb_bloom.so`` in the
+``leveldb_bloom`` package. The crate is the repository's (``../../Cargo.toml``) when building
+from a checkout, and the copy under ``rust/`` when building from an sdist, which carries the
+crate's sources because a source distribution cannot refer to files outside itself.
+
+The library does not depend on the Python version, so the wheel is tagged
+``py3-none-<platform>``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+from setuptools import setup
+from setuptools.command.sdist import sdist
+from setuptools_rust import Binding, RustExtension
+
+try:  # setuptools >= 70.1 ships its own bdist_wheel
+    from setuptools.command.bdist_wheel import bdist_wheel
+except ImportError:  # older setuptools: the wheel package's
+    from wheel.bdist_wheel import bdist_wheel
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
+SDIST_CRATE = "rust"
+# What building the library needs; the crate's tests, benches and other members stay out.
+CRATE_FILES = ["Cargo.toml", "Cargo.lock", "build.rs", "cbindgen.toml", "README.md", "src"]
+
+
+def crate_manifest() -> str:
+    """The Cargo.toml to build, relative to this directory."""
+    if os.path.exists(os.path.join(HERE, SDIST_CRATE, "Cargo.toml")):
+        return os.path.join(SDIST_CRATE, "Cargo.toml")
+    return os.path.join("..", "..", "Cargo.toml")
+
+
+def standalone_manifest(text: str) -> str:
+    """The crate's Cargo.toml as a workspace of its own, without the tables that name files
+    an sdist does not carry (benches, dev-dependencies, other workspace members)."""
+    kept, skipping = [], False
+    for line in text.splitlines(keepends=True):
+        header = re.match(r"\s*\[\[?([^\]]+)\]\]?\s*$", line)
+        if header:
+            name = header.group(1).strip()
+            skipping = name in ("workspace", "bench", "dev-dependencies")
+            if name == "workspace":
+                kept.append("[workspace]\n\n")
+        if not skipping:
+            kept.append(line)
+    return "".join(kept)
+
+
+class SdistWithCrate(sdist):
+    """An sdist that carries the crate's sources under rust/."""
+
+    def make_release_tree(self, base_dir, files):
+        super().make_release_tree(base_dir, files)
+        target = os.path.join(base_dir, SDIST_CRATE)
+        if not os.path.exists(os.path.join(REPO, "Cargo.toml")):
+            # An sdist made from an unpacked sdist: pass its crate on.
+            shutil.copytree(os.path.join(HERE, SDIST_CRATE), target, dirs_exist_ok=True)
+            return
+        os.makedirs(target, exist_ok=True)
+        for name in CRATE_FILES:
+            source = os.path.join(REPO, name)
+            if os.path.isdir(source):
+                shutil.copytree(source, os.path.join(target, name), dirs_exist_ok=True)
+            elif name == "Cargo.toml":
+                with open(source, encoding="utf-8") as f:
+                    text = standalone_manifest(f.read())
+                with open(os.path.join(target, name), "w", encoding="utf-8") as f:
+                    f.write(text)
+            else:
+                shutil.copy2(source, os.path.join(target, name))
+
+
+class BdistWheelAnyPython(bdist_wheel):
+    """A wheel for any Python 3 on this platform: ctypes loads a plain C library."""
+
+    def get_tag(self):
+        _, _, platform = super().get_tag()
+        return "py3", "none", platform
+
+
+setup(
+    rust_extensions=[
+        RustExtension(
+            "leveldb_bloom.libleveldb_bloom",
+            path=crate_manifest(),
+            binding=Binding.NoBinding,
+        )
+    ],
+    cmdclass={"sdist": SdistWithCrate, "bdist_wheel": BdistWheelAnyPython},
+    zip_safe=False,
+)
