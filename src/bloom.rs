@@ -160,6 +160,20 @@ impl WriteFilter for BloomPolicy {
     }
 }
 
+/// The false-positive rate the standard Bloom model expects of a LevelDB Bloom `filter`
+/// holding `keys` keys: `(1 - e^(-k * keys / m))^k` with `m` its bits and `k` its last byte.
+/// `None` when the filter is not a Bloom filter LevelDB probes (shorter than 2 bytes, or a
+/// last byte outside 1..=30). (LevelDB's filters measure somewhat above the model:
+/// `docs/performance-notes.md`.)
+pub fn expected_false_positive_rate(filter: &[u8], keys: usize) -> Option<f64> {
+    let (&k, array) = filter.split_last()?;
+    if array.is_empty() || !(1..=30).contains(&k) {
+        return None;
+    }
+    let (k, bits) = (f64::from(k), array.len() as f64 * 8.0);
+    Some((1.0 - (-k * keys as f64 / bits).exp()).powf(k))
+}
+
 /// Whether `key` may be in a `leveldb.BuiltinBloomFilter2` filter, answered as LevelDB 1.23
 /// answers, whatever the bytes. The policy that built the filter does not matter: `k` is
 /// read from the filter.

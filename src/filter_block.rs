@@ -223,6 +223,22 @@ impl<'a> FilterBlockReader<'a> {
         self.num
     }
 
+    /// The shift from a data block's offset to its filter's index (the block's last byte).
+    pub fn base_lg(&self) -> u8 {
+        self.base_lg
+    }
+
+    /// Filter `index`'s bytes, or `None` where LevelDB reads none: an index past the last
+    /// filter, or offsets that do not fit (see [`key_may_match`](Self::key_may_match)).
+    pub fn filter(&self, index: usize) -> Option<&'a [u8]> {
+        if index >= self.num {
+            return None;
+        }
+        let start = read_u32(self.offsets, 4 * index) as usize;
+        let limit = read_u32(self.offsets, 4 * index + 4) as usize;
+        self.filters.get(start..limit)
+    }
+
     /// Whether `key` may be in the data block that starts at `block_offset`.
     ///
     /// Format rule: `index = block_offset >> base_lg` (the shift count taken modulo 64, as

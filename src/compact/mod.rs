@@ -162,7 +162,7 @@ impl FilterFormat for CompactPolicy {
 
 /// The bits per key above `log2(1 / fp)` that compact filters of 50 to 200 keys spend
 /// (measured; `docs/compact-format.md`).
-const OVERHEAD_BITS: f64 = 1.75;
+pub const OVERHEAD_BITS: f64 = 1.75;
 
 /// Whether `key` may be in `filter`, read as [`CompactPolicy`] reads it: a filter of 2 or
 /// more bytes ending in `32..=255` is compact; any other is answered as LevelDB answers it.
@@ -189,6 +189,19 @@ pub fn keys_may_match<'k>(
     } else {
         bloom::keys_may_match(keys, filter, results);
     }
+}
+
+/// The false-positive rate a compact `filter` holding `keys` distinct keys has on absent
+/// keys: `keys / (Z * 2^L)` (`docs/compact-format.md`), `None` if it is not a compact filter
+/// or holds no bucket.
+pub fn expected_false_positive_rate(filter: &[u8], keys: usize) -> Option<f64> {
+    if !is_compact(filter) {
+        return None;
+    }
+    let (&marker, payload) = filter.split_last()?;
+    let layout = Layout::from_marker(marker, payload.len() as u64 * 8);
+    (layout.buckets > 0)
+        .then(|| (keys as f64 / (layout.buckets as f64 * (layout.low_bits as f64).exp2())).min(1.0))
 }
 
 /// Whether `filter` is in the compact format (which LevelDB answers with "may match").

@@ -1,0 +1,353 @@
+//! The subcommands: what each reads, prints and returns as its exit status.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use crate::leveldb::{Db, NewFilters};
+use crate::manifest;
+use crate::report::{self, Keys, TableReport};
+
+/// All is well.
+pub const OK: u8 = 0;
+/// A check found a problem.
+pub const PROBLEM: u8 = 1;
+/// Usage or I/O error.
+pub const ERROR: u8 = 2;
+
+/// A failure that ends the command with [`ERROR`].
+#[derive(Debug)]
+pub struct Failure(pub String);
+
+/// Writes `text` to standard output. A reader that went away (`| head`) only ends the
+/// output; any other write error is a failure.
+fn emit(text: &str) -> Result<(), Failure> {
+    use std::io::Write as _;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure(format!("writing the output: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The tables a PATH names.
+struct Target {
+    tables: Vec<(PathBuf, Option<u32>)>,
+    not_live: Vec<PathBuf>,
+    keys: Keys,
+}
+
+fn target(path: &Path, keys: Option<Keys>) -> Result<Target, Failure> {
+    let meta = std::fs::metadata(path).map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+    if meta.is_dir() {
+        if !manifest::is_database(path) {
+            return Err(Failure(format!(
+                "{}: not a LevelDB database (no CURRENT file)",
+                path.display()
+            )));
+        }
+        let version = manifest::current_version(path).map_err(|e| Failure(e.0))?;
+        Ok(Target {
+            tables: version
+                .live
+                .into_iter()
+                .map(|t| (t.path, Some(t.level)))
+                .collect(),
+            not_live: version.not_live,
+            keys: keys.unwrap_or(Keys::Internal),
+        })
+    } else {
+        // A table in a database directory holds internal keys; one written by TableBuilder
+        // elsewhere, user keys.
+        let in_database = path.parent().is_some_and(manifest::is_database);
+        Ok(Target {
+            tables: vec![(path.to_path_buf(), None)],
+            not_live: Vec::new(),
+            keys: keys.unwrap_or(if in_database {
+                Keys::Internal
+            } else {
+                Keys::User
+            }),
+        })
+    }
+}
+
+/// Reads and analyzes every table of `path`, with a progress bar on stderr when it is a
+/// terminal.
+fn analyze_all(
+    path: &Path,
+    keys: Option<Keys>,
+) -> Result<(Vec<TableReport>, Vec<PathBuf>), Failure> {
+    let target = target(path, keys)?;
+    let bar = ProgressBar::new(target.tables.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} tables {msg}")
+            .expect("a valid template"),
+    );
+    let mut reports = Vec::new();
+    for (file, level) in &target.tables {
+        let name = file.file_name().map_or_else(
+            || file.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        bar.set_message(name.clone());
+        let report = match std::fs::read(file) {
+            Ok(bytes) => report::analyze(name.clone(), &bytes, target.keys).unwrap_or_else(|e| {
+                unreadable(
+                    &name,
+                    e.offset,
+                    format!("cannot read the table: {}", e.what),
+                )
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && level.is_some() => unreadable(
+                &name,
+                0,
+                "table file of the current version is missing".into(),
+            ),
+            Err(e) => return Err(Failure(format!("{}: {e}", file.display()))),
+        };
+        reports.push(TableReport {
+            level: *level,
+            ..report
+        });
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok((reports, target.not_live))
+}
+
+fn unreadable(name: &str, offset: u64, what: String) -> TableReport {
+    TableReport {
+        file: name.to_string(),
+        problems: vec![report::Problem {
+            offset,
+            what,
+            count: 1,
+        }],
+        ..TableReport::default()
+    }
+}
+
+#[derive(Serialize)]
+struct InspectJson<'a> {
+    tables: &'a [TableReport],
+    total: &'a TableReport,
+    not_live: Vec<String>,
+}
+
+fn percent(rate: Option<f64>) -> String {
+    rate.map_or_else(|| "-".into(), |r| format!("{:.3}%", 100.0 * r))
+}
+
+fn row(r: &TableReport) -> String {
+    format!(
+        "{:<12} {:>5} {:>10} {:>9} {:>7}  {:<28} {:>8} {:>7} {:>7} {:>5}  {:>11} {:>8}  {:>9} {:>9}",
+        r.file,
+        r.level.map_or_else(|| "-".into(), |l| l.to_string()),
+        r.entries,
+        r.deletions,
+        r.data_blocks,
+        r.filter_policy.as_deref().unwrap_or("none"),
+        r.filters,
+        r.bloom_filters,
+        r.compact_filters,
+        r.other_filters,
+        r.filter_bytes,
+        r.bits_per_key
+            .map_or_else(|| "-".into(), |b| format!("{b:.2}")),
+        percent(r.expected_fp),
+        percent(r.measured_fp),
+    )
+}
+
+/// The readable table `inspect` prints: one row per table, the total, warnings, and the
+/// files left out.
+pub fn render(tables: &[TableReport], total: &TableReport, not_live: &[PathBuf]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<12} {:>5} {:>10} {:>9} {:>7}  {:<28} {:>8} {:>7} {:>7} {:>5}  {:>11} {:>8}  {:>9} {:>9}",
+        "table",
+        "level",
+        "entries",
+        "deletions",
+        "blocks",
+        "filter policy",
+        "filters",
+        "bloom",
+        "compact",
+        "other",
+        "filter bytes",
+        "bits/key",
+        "expect fp",
+        "measured"
+    );
+    for r in tables {
+        let _ = writeln!(out, "{}", row(r));
+    }
+    let _ = writeln!(out, "{}", row(total));
+    // The total's warning only adds something when there are several tables.
+    let total_if_several = (tables.len() > 1).then_some(total);
+    for r in tables.iter().chain(total_if_several) {
+        if r.fp_well_above_expected() {
+            let _ = writeln!(
+                out,
+                "warning: {}: {} false positives on neighbours of its keys, {:.1} times the {} \
+                 its filters' layout predicts (keys that differ only in their last bytes \
+                 defeat LevelDB's Bloom hash); compact filters of the same size: about {}",
+                r.file,
+                percent(r.measured_fp),
+                r.measured_fp.unwrap_or(0.0) / r.expected_fp.unwrap_or(1.0),
+                percent(r.expected_fp),
+                percent(r.compact_fp_same_size),
+            );
+        }
+    }
+    for r in tables {
+        for p in &r.problems {
+            let _ = writeln!(
+                out,
+                "problem: {}: offset {}: {} ({})",
+                r.file, p.offset, p.what, p.count
+            );
+        }
+    }
+    for path in not_live {
+        let _ = writeln!(
+            out,
+            "not part of the current version (not counted): {}",
+            path.display()
+        );
+    }
+    out
+}
+
+/// `inspect PATH [--json]`.
+pub fn inspect(path: &Path, json: bool, keys: Option<Keys>) -> Result<u8, Failure> {
+    let (tables, not_live) = analyze_all(path, keys)?;
+    let total = report::total(&tables);
+    if json {
+        let doc = InspectJson {
+            tables: &tables,
+            total: &total,
+            not_live: not_live.iter().map(|p| p.display().to_string()).collect(),
+        };
+        let json = serde_json::to_string_pretty(&doc).map_err(|e| Failure(e.to_string()))?;
+        emit(&(json + "\n"))?;
+    } else {
+        emit(&render(&tables, &total, &not_live))?;
+    }
+    let damaged = tables.iter().any(|t| !t.problems.is_empty());
+    Ok(if damaged { PROBLEM } else { OK })
+}
+
+/// `verify PATH`: checksums and false negatives, each problem on a line.
+pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
+    let (tables, _) = analyze_all(path, keys)?;
+    let mut problems = 0;
+    for t in &tables {
+        for p in &t.problems {
+            emit(&format!(
+                "{}: block at offset {}: {} ({})\n",
+                t.file, p.offset, p.what, p.count
+            ))?;
+            problems += 1;
+        }
+    }
+    let total = report::total(&tables);
+    let damaged = tables.iter().filter(|t| !t.problems.is_empty()).count();
+    if problems == 0 {
+        emit(&format!(
+            "ok: {} tables, {} blocks checksummed, {} entries all found by their filters\n",
+            tables.len(),
+            // Data blocks, then each table's metaindex, index and filter block.
+            tables
+                .iter()
+                .map(|t| t.data_blocks + 2 + u64::from(t.filter_policy.is_some()))
+                .sum::<u64>(),
+            total.entries
+        ))?;
+        Ok(OK)
+    } else {
+        emit(&format!(
+            "{problems} problems in {damaged} of {} tables\n",
+            tables.len()
+        ))?;
+        Ok(PROBLEM)
+    }
+}
+
+fn summary(label: &str, t: &TableReport) -> String {
+    format!(
+        "{label}: {} entries, {} filters ({} bloom, {} compact, {} other), {} filter bytes, \
+         {} bits/key, expected fp {}, measured fp {}\n",
+        t.entries,
+        t.filters,
+        t.bloom_filters,
+        t.compact_filters,
+        t.other_filters,
+        t.filter_bytes,
+        t.bits_per_key
+            .map_or_else(|| "-".into(), |b| format!("{b:.2}")),
+        percent(t.expected_fp),
+        percent(t.measured_fp),
+    )
+}
+
+/// `upgrade PATH --format F [--bits-per-key N]`: LevelDB rewrites every table with the
+/// new policy. Its own compaction writes the new tables and then the MANIFEST that names
+/// them, so the database stays readable whatever fails on the way.
+pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
+    if !path.is_dir() || !manifest::is_database(path) {
+        return Err(Failure(format!(
+            "{}: not a LevelDB database directory (no CURRENT file)",
+            path.display()
+        )));
+    }
+    let (before, _) = analyze_all(path, None)?;
+    if before.iter().any(|t| !t.problems.is_empty()) {
+        return Err(Failure(format!(
+            "{}: damaged (run `leveldb-bloom verify`); not rewritten",
+            path.display()
+        )));
+    }
+    let snappy = before.iter().any(|t| t.compressed_blocks > 0);
+    emit(&summary("before", &report::total(&before)))?;
+    {
+        let db = Db::open(path, Some(filters), snappy, false).map_err(|e| {
+            Failure(format!(
+                "{}: LevelDB cannot open it: {e} (another process may hold it)",
+                path.display()
+            ))
+        })?;
+        // Compacting the whole range leaves the deepest level's tables alone when nothing
+        // above overlaps them. Writing the first and last records again (the same values)
+        // puts a table spanning the whole range on top, so that every level below is
+        // merged and rewritten.
+        if let Some(records) = db.first_and_last().map_err(Failure)? {
+            for (key, value) in &records {
+                db.put(key, value).map_err(Failure)?;
+            }
+        }
+        db.compact_all();
+    }
+    let (after, _) = analyze_all(path, None)?;
+    emit(&summary("after", &report::total(&after)))?;
+    let stale: Vec<&str> = after
+        .iter()
+        .filter(|t| match filters {
+            NewFilters::Bloom(_) => t.compact_filters > 0,
+            NewFilters::Compact(_) => t.bloom_filters > 0,
+        })
+        .map(|t| t.file.as_str())
+        .collect();
+    if stale.is_empty() && after.iter().all(|t| t.problems.is_empty()) {
+        Ok(OK)
+    } else {
+        emit(&format!("not rewritten: {}\n", stale.join(", ")))?;
+        Ok(PROBLEM)
+    }
+}

@@ -1,0 +1,306 @@
+//! The few functions of LevelDB's C API (`leveldb/c.h`, libleveldb) that `upgrade` uses to
+//! have LevelDB itself rewrite a database's tables, wrapped so that the rest of the tool is
+//! safe code. Every pointer LevelDB returns is owned by one wrapper and freed in its `Drop`.
+
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::path::Path;
+use std::ptr;
+
+use leveldb_bloom::ffi::{
+    leveldb_bloom_cb_create_filter, leveldb_bloom_cb_destructor, leveldb_bloom_cb_key_may_match,
+    leveldb_bloom_cb_name, leveldb_bloom_policy_create_compact,
+};
+
+#[repr(C)]
+struct Opaque {
+    _private: [u8; 0],
+}
+
+type CreateFilter = unsafe extern "C" fn(
+    *mut c_void,
+    *const *const c_char,
+    *const usize,
+    c_int,
+    *mut usize,
+) -> *mut c_char;
+type KeyMayMatch =
+    unsafe extern "C" fn(*mut c_void, *const c_char, usize, *const c_char, usize) -> u8;
+
+#[link(name = "leveldb")]
+unsafe extern "C" {
+    fn leveldb_options_create() -> *mut Opaque;
+    fn leveldb_options_destroy(options: *mut Opaque);
+    fn leveldb_options_set_filter_policy(options: *mut Opaque, policy: *mut Opaque);
+    fn leveldb_options_set_create_if_missing(options: *mut Opaque, value: u8);
+    fn leveldb_options_set_compression(options: *mut Opaque, value: c_int);
+    fn leveldb_open(
+        options: *const Opaque,
+        name: *const c_char,
+        errptr: *mut *mut c_char,
+    ) -> *mut Opaque;
+    fn leveldb_close(db: *mut Opaque);
+    fn leveldb_put(
+        db: *mut Opaque,
+        options: *const Opaque,
+        key: *const c_char,
+        keylen: usize,
+        val: *const c_char,
+        vallen: usize,
+        errptr: *mut *mut c_char,
+    );
+    fn leveldb_get(
+        db: *mut Opaque,
+        options: *const Opaque,
+        key: *const c_char,
+        keylen: usize,
+        vallen: *mut usize,
+        errptr: *mut *mut c_char,
+    ) -> *mut c_char;
+    fn leveldb_delete(
+        db: *mut Opaque,
+        options: *const Opaque,
+        key: *const c_char,
+        keylen: usize,
+        errptr: *mut *mut c_char,
+    );
+    fn leveldb_compact_range(
+        db: *mut Opaque,
+        start: *const c_char,
+        start_len: usize,
+        limit: *const c_char,
+        limit_len: usize,
+    );
+    fn leveldb_create_iterator(db: *mut Opaque, options: *const Opaque) -> *mut Opaque;
+    fn leveldb_iter_destroy(it: *mut Opaque);
+    fn leveldb_iter_valid(it: *const Opaque) -> u8;
+    fn leveldb_iter_seek_to_first(it: *mut Opaque);
+    fn leveldb_iter_seek_to_last(it: *mut Opaque);
+    fn leveldb_iter_key(it: *const Opaque, len: *mut usize) -> *const c_char;
+    fn leveldb_iter_value(it: *const Opaque, len: *mut usize) -> *const c_char;
+    fn leveldb_iter_get_error(it: *const Opaque, errptr: *mut *mut c_char);
+    fn leveldb_readoptions_create() -> *mut Opaque;
+    fn leveldb_readoptions_destroy(options: *mut Opaque);
+    fn leveldb_writeoptions_create() -> *mut Opaque;
+    fn leveldb_writeoptions_destroy(options: *mut Opaque);
+    fn leveldb_filterpolicy_create(
+        state: *mut c_void,
+        destructor: unsafe extern "C" fn(*mut c_void),
+        create_filter: CreateFilter,
+        key_may_match: KeyMayMatch,
+        name: extern "C" fn(*mut c_void) -> *const c_char,
+    ) -> *mut Opaque;
+    fn leveldb_filterpolicy_create_bloom(bits_per_key: c_int) -> *mut Opaque;
+    fn leveldb_filterpolicy_destroy(policy: *mut Opaque);
+    fn leveldb_free(ptr: *mut c_void);
+}
+
+/// The filter format `upgrade` writes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NewFilters {
+    /// LevelDB's own Bloom policy (`leveldb_filterpolicy_create_bloom`).
+    Bloom(i32),
+    /// leveldb-bloom's compact policy, through `leveldb_filterpolicy_create`'s callbacks.
+    Compact(f64),
+}
+
+/// A LevelDB error message, taken from (and freeing) LevelDB's `errptr`.
+fn take_error(err: *mut c_char) -> Option<String> {
+    if err.is_null() {
+        return None;
+    }
+    // SAFETY: LevelDB sets errptr to a NUL-terminated string from malloc, ours to free.
+    let message = unsafe { CStr::from_ptr(err) }
+        .to_string_lossy()
+        .into_owned();
+    // SAFETY: allocated by LevelDB, freed once, here.
+    unsafe { leveldb_free(err.cast()) };
+    Some(message)
+}
+
+/// A key and its value.
+pub type Record = (Vec<u8>, Vec<u8>);
+
+/// An open database with a filter policy. Closing (drop) releases LevelDB's lock.
+pub struct Db {
+    db: *mut Opaque,
+    options: *mut Opaque,
+    policy: *mut Opaque,
+}
+
+impl Db {
+    /// Opens the database at `path` (creating it if `create`) with `filters` (no filter
+    /// policy if `None`) and `snappy` compression or none. Fails with LevelDB's message,
+    /// e.g. when another process holds its lock.
+    pub fn open(
+        path: &Path,
+        filters: Option<NewFilters>,
+        snappy: bool,
+        create: bool,
+    ) -> Result<Db, String> {
+        let name = CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| "the path holds a NUL byte".to_string())?;
+        let policy = match filters {
+            None => ptr::null_mut(),
+            // SAFETY: no preconditions; returns an owned policy.
+            Some(NewFilters::Bloom(bits)) => unsafe { leveldb_filterpolicy_create_bloom(bits) },
+            Some(NewFilters::Compact(bits)) => {
+                let state = leveldb_bloom_policy_create_compact(bits);
+                if state.is_null() {
+                    return Err(format!("invalid bits per key for compact filters: {bits}"));
+                }
+                // SAFETY: the callbacks take the policy created above as their state;
+                // LevelDB owns it from here and frees it with the destructor.
+                unsafe {
+                    leveldb_filterpolicy_create(
+                        state.cast(),
+                        leveldb_bloom_cb_destructor,
+                        leveldb_bloom_cb_create_filter,
+                        leveldb_bloom_cb_key_may_match,
+                        leveldb_bloom_cb_name,
+                    )
+                }
+            }
+        };
+        // SAFETY: no preconditions.
+        let options = unsafe { leveldb_options_create() };
+        // SAFETY: both live (or the policy NULL: none); the policy outlives the database
+        // (dropped after it).
+        unsafe {
+            leveldb_options_set_filter_policy(options, policy);
+            leveldb_options_set_create_if_missing(options, u8::from(create));
+            leveldb_options_set_compression(options, c_int::from(snappy));
+        }
+        let mut err = ptr::null_mut();
+        // SAFETY: options live, name NUL-terminated, err a valid out-pointer.
+        let db = unsafe { leveldb_open(options, name.as_ptr(), &mut err) };
+        let opened = Db {
+            db,
+            options,
+            policy,
+        };
+        match take_error(err) {
+            Some(message) => Err(message),
+            None if db.is_null() => Err("LevelDB returned no database".into()),
+            None => Ok(opened),
+        }
+    }
+
+    /// The first and last records (key, value), or `None` for an empty database.
+    pub fn first_and_last(&self) -> Result<Option<[Record; 2]>, String> {
+        // SAFETY: no preconditions.
+        let read = unsafe { leveldb_readoptions_create() };
+        // SAFETY: db and read options live.
+        let it = unsafe { leveldb_create_iterator(self.db, read) };
+        let record = |seek: unsafe extern "C" fn(*mut Opaque)| {
+            // SAFETY: `it` is live until destroyed below.
+            unsafe {
+                seek(it);
+                if leveldb_iter_valid(it) == 0 {
+                    return None;
+                }
+                let (mut klen, mut vlen) = (0, 0);
+                let key = leveldb_iter_key(it, &mut klen);
+                let value = leveldb_iter_value(it, &mut vlen);
+                Some((
+                    std::slice::from_raw_parts(key.cast::<u8>(), klen).to_vec(),
+                    std::slice::from_raw_parts(value.cast::<u8>(), vlen).to_vec(),
+                ))
+            }
+        };
+        let first = record(leveldb_iter_seek_to_first);
+        let last = record(leveldb_iter_seek_to_last);
+        let mut err = ptr::null_mut();
+        // SAFETY: live iterator, valid out-pointer; then each object destroyed once.
+        unsafe {
+            leveldb_iter_get_error(it, &mut err);
+            leveldb_iter_destroy(it);
+            leveldb_readoptions_destroy(read);
+        }
+        if let Some(message) = take_error(err) {
+            return Err(message);
+        }
+        Ok(first.zip(last).map(|(f, l)| [f, l]))
+    }
+
+    /// Writes `key` = `value` (not synced: LevelDB's compaction syncs what it writes).
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        let mut err = ptr::null_mut();
+        // SAFETY: live handles; the slices outlive the call, which copies them.
+        unsafe {
+            let write = leveldb_writeoptions_create();
+            leveldb_put(
+                self.db,
+                write,
+                key.as_ptr().cast(),
+                key.len(),
+                value.as_ptr().cast(),
+                value.len(),
+                &mut err,
+            );
+            leveldb_writeoptions_destroy(write);
+        }
+        take_error(err).map_or(Ok(()), Err)
+    }
+
+    /// The value of `key`, `None` if absent (LevelDB's `Get`, which asks the filters).
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        let (mut err, mut len) = (ptr::null_mut(), 0);
+        // SAFETY: live handles; the key outlives the call; a returned value is LevelDB's
+        // malloc'd copy of `len` bytes, copied and freed here.
+        unsafe {
+            let read = leveldb_readoptions_create();
+            let value = leveldb_get(
+                self.db,
+                read,
+                key.as_ptr().cast(),
+                key.len(),
+                &mut len,
+                &mut err,
+            );
+            leveldb_readoptions_destroy(read);
+            if let Some(message) = take_error(err) {
+                return Err(message);
+            }
+            if value.is_null() {
+                return Ok(None);
+            }
+            let copy = std::slice::from_raw_parts(value.cast::<u8>(), len).to_vec();
+            leveldb_free(value.cast());
+            Ok(Some(copy))
+        }
+    }
+
+    /// Deletes `key` (not synced).
+    pub fn delete(&self, key: &[u8]) -> Result<(), String> {
+        let mut err = ptr::null_mut();
+        // SAFETY: live handles; the key outlives the call.
+        unsafe {
+            let write = leveldb_writeoptions_create();
+            leveldb_delete(self.db, write, key.as_ptr().cast(), key.len(), &mut err);
+            leveldb_writeoptions_destroy(write);
+        }
+        take_error(err).map_or(Ok(()), Err)
+    }
+
+    /// Compacts the whole key range (LevelDB's `CompactRange(nullptr, nullptr)`).
+    pub fn compact_all(&self) {
+        // SAFETY: live database; NULL bounds mean the whole range.
+        unsafe { leveldb_compact_range(self.db, ptr::null(), 0, ptr::null(), 0) }
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        // SAFETY: each handle is owned here and freed once; the database before its options
+        // and policy, which it uses until closed.
+        unsafe {
+            if !self.db.is_null() {
+                leveldb_close(self.db);
+            }
+            leveldb_options_destroy(self.options);
+            if !self.policy.is_null() {
+                leveldb_filterpolicy_destroy(self.policy);
+            }
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! `leveldb-bloom`, the command: inspect, verify and upgrade the filters of a LevelDB
+//! database. The tables are read here, in Rust ([`table`], [`manifest`]); only `upgrade`
+//! calls LevelDB ([`leveldb`]), so that LevelDB itself writes every new table.
+
+pub mod commands;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
+pub mod leveldb;
+pub mod manifest;
+pub mod report;
+pub mod table;

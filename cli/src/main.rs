@@ -1,0 +1,127 @@
+//! `leveldb-bloom`: inspect, verify and upgrade the filters of a LevelDB database.
+//! Exit status: 0 all is well, 1 a check found a problem, 2 usage or I/O error.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use leveldb_bloom_cli::commands::{self, ERROR};
+use leveldb_bloom_cli::leveldb::NewFilters;
+use leveldb_bloom_cli::report::Keys;
+
+#[derive(Parser)]
+#[command(
+    name = "leveldb-bloom",
+    version,
+    about,
+    after_help = "Exit status: 0 all is well, 1 a check found a problem (damage, a table not \
+                  rewritten), 2 usage or I/O error."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum KeyKind {
+    /// Internal keys (user key and an 8-byte tag), as in a database's tables.
+    Internal,
+    /// User keys, as in tables written with LevelDB's TableBuilder directly.
+    User,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    /// LevelDB's own Bloom filters (leveldb.BuiltinBloomFilter2).
+    Bloom,
+    /// leveldb-bloom's compact filters (read by stock LevelDB as "may match").
+    Compact,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Counts, filter formats, bits per key, and expected against measured false positives.
+    ///
+    /// PATH is a database directory (the tables of its current version, from CURRENT and
+    /// its MANIFEST; other table files are listed apart and not counted) or one table file.
+    /// The measured rate is over neighbours of the table's own keys (each key with its last
+    /// byte one higher and one lower) that the table does not hold.
+    Inspect {
+        /// A database directory, or one table file (.ldb or .sst).
+        path: PathBuf,
+        /// One JSON object: {"tables": [...], "total": {...}, "not_live": [...]}.
+        #[arg(long)]
+        json: bool,
+        /// How a table file's keys are stored (default: internal inside a database
+        /// directory, user elsewhere).
+        #[arg(long, value_enum)]
+        keys: Option<KeyKind>,
+    },
+    /// Checks every block's checksum and every key against its block's filter.
+    ///
+    /// Each problem is printed with its table, block offset and count; exit status 1 if any.
+    Verify {
+        /// A database directory, or one table file (.ldb or .sst).
+        path: PathBuf,
+        /// How a table file's keys are stored (default: internal inside a database
+        /// directory, user elsewhere).
+        #[arg(long, value_enum)]
+        keys: Option<KeyKind>,
+    },
+    /// Rewrites every table's filters with LevelDB's own compaction.
+    ///
+    /// Opens the database with the new policy (refused while another process holds it),
+    /// and has LevelDB compact the whole key range, writing every table and the MANIFEST
+    /// anew. Prints inspect's totals before and after.
+    Upgrade {
+        /// A database directory.
+        path: PathBuf,
+        #[arg(long, value_enum)]
+        format: Format,
+        /// Bits per key of the new filters (whole numbers for Bloom; default 10).
+        #[arg(long, default_value_t = 10.0)]
+        bits_per_key: f64,
+    },
+}
+
+fn keys(kind: Option<KeyKind>) -> Option<Keys> {
+    kind.map(|k| match k {
+        KeyKind::Internal => Keys::Internal,
+        KeyKind::User => Keys::User,
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Inspect {
+            path,
+            json,
+            keys: k,
+        } => commands::inspect(&path, json, keys(k)),
+        Command::Verify { path, keys: k } => commands::verify(&path, keys(k)),
+        Command::Upgrade {
+            path,
+            format,
+            bits_per_key,
+        } => match format {
+            Format::Bloom
+                if bits_per_key.fract() != 0.0 || !(1.0..=1000.0).contains(&bits_per_key) =>
+            {
+                Err(commands::Failure(format!(
+                    "--bits-per-key {bits_per_key}: Bloom filters take a whole number from 1 to 1000"
+                )))
+            }
+            Format::Bloom => commands::upgrade(&path, NewFilters::Bloom(bits_per_key as i32)),
+            Format::Compact => commands::upgrade(&path, NewFilters::Compact(bits_per_key)),
+        },
+    };
+    match result {
+        Ok(status) => ExitCode::from(status),
+        Err(commands::Failure(message)) => {
+            eprintln!("leveldb-bloom: {message}");
+            ExitCode::from(ERROR)
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! What one pass over a table finds: its counts, its filters and how well they work, and
+//! what is damaged. `inspect` shows the counts, `verify` the damage.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use leveldb_bloom::{FilterPolicy, bloom, compact};
+
+use crate::table::{self, RawBlock, Table};
+
+/// The filter policy whose filters this tool reads (LevelDB's Bloom filters, and the
+/// compact filters that keep its name).
+pub const BUILTIN_POLICY: &str = "leveldb.BuiltinBloomFilter2";
+
+/// How keys are stored: database tables hold internal keys (the user key and an 8-byte
+/// tag), tables written with `TableBuilder` directly hold user keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keys {
+    Internal,
+    User,
+}
+
+/// The findings for one table.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TableReport {
+    pub file: String,
+    /// The level in the current version (absent for a table file given alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub level: Option<u32>,
+    /// Every record of the data blocks, deletion markers and older versions included.
+    pub entries: u64,
+    /// Deletion markers among them (database tables only).
+    pub deletions: u64,
+    pub data_blocks: u64,
+    /// Blocks stored snappy-compressed.
+    pub compressed_blocks: u64,
+    /// The policy named in the metaindex, `None` when the table has no filter block.
+    pub filter_policy: Option<String>,
+    pub filters: u64,
+    pub bloom_filters: u64,
+    pub compact_filters: u64,
+    /// Filters neither format (all-zero, malformed or another policy's): read as "may match".
+    pub other_filters: u64,
+    /// The filters' own bytes (the filter block less its offset array).
+    pub filter_bytes: u64,
+    pub bits_per_key: Option<f64>,
+    /// The rate the filters' layouts predict for absent keys.
+    pub expected_fp: Option<f64>,
+    /// The rate measured on neighbours of the table's own keys that it does not hold.
+    pub measured_fp: Option<f64>,
+    pub fp_probes: u64,
+    pub false_positives: u64,
+    /// The rate compact filters of the same size would give (its model,
+    /// `2^-(bits_per_key - compact::OVERHEAD_BITS)`).
+    pub compact_fp_same_size: Option<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<Problem>,
+}
+
+/// Something `verify` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct Problem {
+    /// The offset of the block (or of the damage, when the table cannot be read at all).
+    pub offset: u64,
+    pub what: String,
+    pub count: u64,
+}
+
+impl TableReport {
+    /// Whether the filters let through well above their expected rate (enough samples for
+    /// the difference not to be chance).
+    pub fn fp_well_above_expected(&self) -> bool {
+        match (self.measured_fp, self.expected_fp) {
+            (Some(measured), Some(expected)) => {
+                self.false_positives >= 20 && measured > 2.0 * expected
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Reads the table in `file` and reports on it. `Err` when its structure (footer, index,
+/// metaindex, filter block) cannot be read; damage inside data blocks is a [`Problem`].
+pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, table::Error> {
+    let table = Table::open(file)?;
+    let mut report = TableReport {
+        file: name,
+        data_blocks: table.index.len() as u64,
+        filter_policy: table.filter_policy.clone(),
+        ..TableReport::default()
+    };
+    for handle in table.all_blocks() {
+        match RawBlock::locate(file, handle) {
+            Ok(block) if !block.checksum_ok() => report.problems.push(Problem {
+                offset: handle.offset,
+                what: "block checksum mismatch".into(),
+                count: 1,
+            }),
+            Ok(block) => report.compressed_blocks += u64::from(block.compression == 1),
+            Err(e) => report.problems.push(problem(e)),
+        }
+    }
+    let ours = table.filter_policy.as_deref() == Some(BUILTIN_POLICY);
+    let filters = table.filter_block().filter(|_| ours);
+    // Keys per filter (LevelDB adds each entry's user key to the filter of its block's
+    // offset), the user keys, and the keys the filters do not find.
+    let policy = FilterPolicy::from(compact_reader());
+    let mut keys_in_filter: Vec<u64> = vec![0; filters.map_or(0, |f| f.num_filters())];
+    let mut user_keys: HashSet<Vec<u8>> = HashSet::new();
+    for entry in &table.index {
+        let block = match RawBlock::locate(file, entry.handle).and_then(|b| b.contents()) {
+            Ok(contents) => contents,
+            Err(e) => {
+                report.problems.push(problem(e));
+                continue;
+            }
+        };
+        let mut missed = 0u64;
+        let walked = table::for_each_entry(&block, entry.handle.offset, |key, _| {
+            report.entries += 1;
+            let user_key = match keys {
+                Keys::Internal => {
+                    report.deletions += u64::from(key.len() >= 8 && key[key.len() - 8] == 0);
+                    table::user_key_of(key)
+                }
+                Keys::User => key,
+            };
+            if let Some(f) = filters {
+                let index = entry.handle.offset >> (f.base_lg() % 64);
+                if let Some(count) = usize::try_from(index)
+                    .ok()
+                    .and_then(|i| keys_in_filter.get_mut(i))
+                {
+                    *count += 1;
+                }
+                missed += u64::from(!f.key_may_match_with(&policy, entry.handle.offset, user_key));
+            }
+            if !user_keys.contains(user_key) {
+                user_keys.insert(user_key.to_vec());
+            }
+        });
+        if let Err(e) = walked {
+            report.problems.push(problem(e));
+        }
+        if missed > 0 {
+            report.problems.push(Problem {
+                offset: entry.handle.offset,
+                what: "keys of this data block that its filter does not find (false negatives)"
+                    .into(),
+                count: missed,
+            });
+        }
+    }
+    let Some(f) = filters else {
+        return Ok(report);
+    };
+    report.filters = f.num_filters() as u64;
+    let (mut filtered_keys, mut expected_sum) = (0u64, 0.0);
+    for (i, &n) in keys_in_filter.iter().enumerate() {
+        let Some(filter) = f.filter(i) else {
+            report.other_filters += 1;
+            continue;
+        };
+        report.filter_bytes += filter.len() as u64;
+        let expected = if compact::is_compact(filter) {
+            report.compact_filters += 1;
+            compact::expected_false_positive_rate(filter, n as usize)
+        } else if let Some(fp) = bloom::expected_false_positive_rate(filter, n as usize) {
+            report.bloom_filters += 1;
+            Some(fp)
+        } else {
+            report.other_filters += 1;
+            None
+        };
+        filtered_keys += n;
+        expected_sum += n as f64 * expected.unwrap_or(1.0);
+    }
+    if filtered_keys > 0 {
+        let bits_per_key = report.filter_bytes as f64 * 8.0 / filtered_keys as f64;
+        report.bits_per_key = Some(bits_per_key);
+        report.expected_fp = Some(expected_sum / filtered_keys as f64);
+        report.compact_fp_same_size = Some((compact::OVERHEAD_BITS - bits_per_key).exp2().min(1.0));
+    }
+    measure_false_positives(&table, f, &policy, &user_keys, keys, &mut report);
+    Ok(report)
+}
+
+/// A policy that reads both formats (Bloom filters exactly as LevelDB does).
+fn compact_reader() -> leveldb_bloom::CompactPolicy {
+    leveldb_bloom::CompactPolicy::new(10.0).expect("10 bits per key is valid")
+}
+
+fn problem(e: table::Error) -> Problem {
+    Problem {
+        offset: e.offset,
+        what: e.what,
+        count: 1,
+    }
+}
+
+/// Asks the filters about absent keys next to real ones (each key with its last byte one
+/// higher, and one lower), as LevelDB would: the filter of the block its index points to.
+fn measure_false_positives(
+    table: &Table<'_>,
+    filters: leveldb_bloom::FilterBlockReader<'_>,
+    policy: &FilterPolicy,
+    user_keys: &HashSet<Vec<u8>>,
+    keys: Keys,
+    report: &mut TableReport,
+) {
+    let mut neighbour = Vec::new();
+    for key in user_keys {
+        let Some(&last) = key.last() else { continue };
+        for next in [last.checked_add(1), last.checked_sub(1)]
+            .into_iter()
+            .flatten()
+        {
+            neighbour.clear();
+            neighbour.extend_from_slice(key);
+            *neighbour.last_mut().expect("not empty") = next;
+            if user_keys.contains(&neighbour) {
+                continue;
+            }
+            let Some(block) = table.block_for(&neighbour, keys == Keys::Internal) else {
+                continue; // past the table's last key: LevelDB asks no filter
+            };
+            let offset = table.index[block].handle.offset;
+            report.fp_probes += 1;
+            report.false_positives +=
+                u64::from(filters.key_may_match_with(policy, offset, &neighbour));
+        }
+    }
+    if report.fp_probes > 0 {
+        report.measured_fp = Some(report.false_positives as f64 / report.fp_probes as f64);
+    }
+}
+
+/// The totals over `tables`.
+pub fn total(tables: &[TableReport]) -> TableReport {
+    let mut t = TableReport {
+        file: "total".into(),
+        ..TableReport::default()
+    };
+    let (mut keys, mut expected) = (0.0, 0.0);
+    let mut policies: Vec<&str> = Vec::new();
+    for r in tables {
+        t.entries += r.entries;
+        t.deletions += r.deletions;
+        t.data_blocks += r.data_blocks;
+        t.compressed_blocks += r.compressed_blocks;
+        t.filters += r.filters;
+        t.bloom_filters += r.bloom_filters;
+        t.compact_filters += r.compact_filters;
+        t.other_filters += r.other_filters;
+        t.filter_bytes += r.filter_bytes;
+        t.fp_probes += r.fp_probes;
+        t.false_positives += r.false_positives;
+        if let (Some(bpk), Some(fp)) = (r.bits_per_key, r.expected_fp) {
+            let n = r.filter_bytes as f64 * 8.0 / bpk;
+            keys += n;
+            expected += n * fp;
+        }
+        if let Some(p) = r.filter_policy.as_deref() {
+            if !policies.contains(&p) {
+                policies.push(p);
+            }
+        }
+    }
+    t.filter_policy = (!policies.is_empty()).then(|| policies.join(", "));
+    if keys > 0.0 {
+        let bits_per_key = t.filter_bytes as f64 * 8.0 / keys;
+        t.bits_per_key = Some(bits_per_key);
+        t.expected_fp = Some(expected / keys);
+        t.compact_fp_same_size = Some((compact::OVERHEAD_BITS - bits_per_key).exp2().min(1.0));
+    }
+    if t.fp_probes > 0 {
+        t.measured_fp = Some(t.false_positives as f64 / t.fp_probes as f64);
+    }
+    t
+}

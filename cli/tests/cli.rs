@@ -1,0 +1,367 @@
+//! The command against databases real LevelDB 1.23 wrote: inspect's counts against
+//! LevelDB's own iteration of each table, verify on intact and damaged tables, upgrade
+//! there and back with every key read by stock LevelDB.
+
+use std::collections::BTreeMap;
+use std::ffi::{CString, c_char};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use leveldb_bloom_cli::leveldb::{Db, NewFilters};
+use leveldb_bloom_cli::table::{self, RawBlock, Table};
+use serde_json::Value;
+
+unsafe extern "C" {
+    fn leveldb_bloom_oracle_table_entries(path: *const c_char) -> i64;
+    fn leveldb_bloom_oracle_write_table(
+        path: *const c_char,
+        keys: *const *const c_char,
+        lens: *const usize,
+        n: usize,
+        bits_per_key: i32,
+    ) -> i32;
+}
+
+/// What LevelDB's `Table` iterator counts in the table at `path` (-1: it cannot read it).
+fn leveldb_table_entries(path: &Path) -> i64 {
+    let path = CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path; the oracle only reads the file.
+    unsafe { leveldb_bloom_oracle_table_entries(path.as_ptr()) }
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leveldb-bloom"))
+        .args(args)
+        .output()
+        .expect("run leveldb-bloom")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn inspect_json(path: &Path) -> Value {
+    let out = run(&["inspect", "--json", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).expect("inspect --json prints JSON")
+}
+
+/// Sequential numeric keys (LevelDB's hash is weakest on these) and some random-looking ones.
+fn key(i: u64) -> Vec<u8> {
+    if i % 3 == 0 {
+        format!("user{i:012}").into_bytes()
+    } else {
+        let h = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        format!("k{h:016x}").into_bytes()
+    }
+}
+
+/// Writes a database with stock LevelDB: `n` keys, every 7th overwritten and every 11th
+/// deleted after a first compaction (so tables hold older versions and deletion markers),
+/// then compacted again. Returns what every key should read.
+fn write_db(
+    dir: &Path,
+    filters: Option<NewFilters>,
+    snappy: bool,
+    n: u64,
+) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut expected = BTreeMap::new();
+    let db = Db::open(dir, filters, snappy, true).expect("create the database");
+    for i in 0..n {
+        let value = format!("value-{i}-{}", "x".repeat((i % 50) as usize)).into_bytes();
+        db.put(&key(i), &value).unwrap();
+        expected.insert(key(i), value);
+    }
+    db.compact_all();
+    for i in (0..n).step_by(7) {
+        let value = format!("new-{i}").into_bytes();
+        db.put(&key(i), &value).unwrap();
+        expected.insert(key(i), value);
+    }
+    for i in (0..n).step_by(11) {
+        db.delete(&key(i)).unwrap();
+        expected.remove(&key(i));
+    }
+    // Reopening writes the log's records into a level-0 table of their own (LevelDB's
+    // recovery), on top of the compacted rest.
+    drop(db);
+    drop(Db::open(dir, filters, snappy, false).expect("reopen"));
+    expected
+}
+
+/// Every key reads its value through stock LevelDB's Bloom policy (which answers compact
+/// filters "may match"), and deleted keys read nothing.
+fn assert_reads(dir: &Path, expected: &BTreeMap<Vec<u8>, Vec<u8>>, n: u64) {
+    let db =
+        Db::open(dir, Some(NewFilters::Bloom(10)), true, false).expect("stock LevelDB opens it");
+    for i in 0..n {
+        assert_eq!(
+            db.get(&key(i)).unwrap().as_ref(),
+            expected.get(&key(i)),
+            "key {i}"
+        );
+    }
+}
+
+fn live_tables(dir: &Path) -> Vec<PathBuf> {
+    leveldb_bloom_cli::manifest::current_version(dir)
+        .unwrap()
+        .live
+        .into_iter()
+        .map(|t| t.path)
+        .collect()
+}
+
+#[test]
+fn inspect_counts_what_leveldb_iterates_and_verify_passes() {
+    let cases: [(&str, Option<NewFilters>, bool); 5] = [
+        ("bloom-snappy", Some(NewFilters::Bloom(10)), true),
+        ("bloom-plain", Some(NewFilters::Bloom(10)), false),
+        ("compact-snappy", Some(NewFilters::Compact(10.0)), true),
+        ("compact-plain", Some(NewFilters::Compact(8.5)), false),
+        ("no-filter", None, true),
+    ];
+    for (name, filters, snappy) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(name);
+        write_db(&dir, filters, snappy, 20_000);
+        let json = inspect_json(&dir);
+        let tables = json["tables"].as_array().unwrap();
+        assert!(tables.len() >= 2, "{name}: {json}");
+        let mut total = 0;
+        for (t, path) in tables.iter().zip(live_tables(&dir)) {
+            assert_eq!(t["file"], path.file_name().unwrap().to_str().unwrap());
+            let leveldb = leveldb_table_entries(&path);
+            assert_eq!(t["entries"].as_i64(), Some(leveldb), "{name}: {t}");
+            total += leveldb;
+            assert!(t["data_blocks"].as_u64().unwrap() > 0);
+            assert_eq!(
+                t["compressed_blocks"].as_u64().unwrap() > 0,
+                snappy,
+                "{name}: {t}"
+            );
+            match filters {
+                None => {
+                    assert!(t["filter_policy"].is_null(), "{name}: {t}");
+                    assert_eq!(t["filters"], 0);
+                }
+                Some(f) => {
+                    assert_eq!(t["filter_policy"], "leveldb.BuiltinBloomFilter2");
+                    let filters = t["filters"].as_u64().unwrap();
+                    let (kind, not) = match f {
+                        NewFilters::Bloom(_) => ("bloom_filters", "compact_filters"),
+                        NewFilters::Compact(_) => ("compact_filters", "bloom_filters"),
+                    };
+                    // Empty filters (LevelDB starts one every 2 KiB of block offsets) count
+                    // as other.
+                    assert!(t[kind].as_u64().unwrap() > 0, "{name}: {t}");
+                    assert_eq!(t[not], 0, "{name}: {t}");
+                    assert_eq!(
+                        t["bloom_filters"].as_u64().unwrap()
+                            + t["compact_filters"].as_u64().unwrap()
+                            + t["other_filters"].as_u64().unwrap(),
+                        filters
+                    );
+                    let bpk = t["bits_per_key"].as_f64().unwrap();
+                    assert!(bpk > 7.0 && bpk < 12.0, "{name}: {t}");
+                    let measured = t["measured_fp"].as_f64().unwrap();
+                    assert!(measured < 0.2, "{name}: {t}");
+                }
+            }
+        }
+        assert_eq!(json["total"]["entries"].as_i64(), Some(total));
+        assert!(
+            json["total"]["deletions"].as_u64().unwrap() > 0,
+            "{name}: deletion markers"
+        );
+        let out = run(&["verify", dir.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out));
+        // The human-readable table names every live table.
+        let out = run(&["inspect", dir.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        for path in live_tables(&dir) {
+            let file = path.file_name().unwrap().to_str().unwrap().to_string();
+            assert!(String::from_utf8_lossy(&out.stdout).contains(&file));
+        }
+    }
+}
+
+#[test]
+fn a_table_file_written_by_table_builder_holds_user_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("alone.ldb");
+    let mut keys: Vec<Vec<u8>> = (0..5000).map(key).collect();
+    keys.sort();
+    let ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr().cast()).collect();
+    let lens: Vec<usize> = keys.iter().map(Vec::len).collect();
+    let cpath = CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: arrays of `keys.len()` live keys and lengths; a NUL-terminated path.
+    let rc = unsafe {
+        leveldb_bloom_oracle_write_table(
+            cpath.as_ptr(),
+            ptrs.as_ptr(),
+            lens.as_ptr(),
+            keys.len(),
+            10,
+        )
+    };
+    assert_eq!(rc, 0);
+    let json = inspect_json(&path);
+    let t = &json["tables"][0];
+    assert_eq!(t["entries"].as_i64(), Some(leveldb_table_entries(&path)));
+    assert_eq!(t["entries"], 5000);
+    assert_eq!(t["deletions"], 0);
+    let out = run(&["verify", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // Read as internal keys, the filters miss keys whose last 8 bytes are cut off.
+    let out = run(&["verify", "--keys", "internal", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+}
+
+#[test]
+fn table_files_outside_the_current_version_are_listed_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    write_db(&dir, Some(NewFilters::Bloom(10)), true, 5000);
+    let live = live_tables(&dir);
+    let stray = dir.join("999999.ldb");
+    std::fs::copy(&live[0], &stray).unwrap();
+    let json = inspect_json(&dir);
+    assert_eq!(json["tables"].as_array().unwrap().len(), live.len());
+    assert_eq!(json["not_live"][0], stray.to_str().unwrap());
+}
+
+/// A copy of the database in `dir` with `damage` applied to its first live table; verify
+/// must name that table and exit 1.
+fn assert_damage_found(dir: &Path, label: &str, damage: impl FnOnce(&mut Vec<u8>)) {
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+    }
+    let victim = live_tables(&copy).remove(0);
+    let mut bytes = std::fs::read(&victim).unwrap();
+    damage(&mut bytes);
+    std::fs::write(&victim, &bytes).unwrap();
+    let out = run(&["verify", copy.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{label}: {}", text(&out));
+    let name = victim.file_name().unwrap().to_str().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(name),
+        "{label}: {}",
+        text(&out)
+    );
+}
+
+#[test]
+fn verify_finds_flipped_bytes_truncation_and_filters_that_lost_bits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    write_db(&dir, Some(NewFilters::Bloom(10)), true, 20_000);
+    assert_damage_found(&dir, "flipped byte in a data block", |b| b[100] ^= 0x40);
+    assert_damage_found(&dir, "flipped byte in the footer's magic", |b| {
+        let n = b.len();
+        b[n - 3] ^= 1
+    });
+    assert_damage_found(&dir, "truncated", |b| b.truncate(b.len() / 2));
+    assert_damage_found(&dir, "truncated to nothing", Vec::clear);
+    // Clear every filter's bits (not its probe count), then recompute the block's
+    // checksum: only the filter check can see it.
+    assert_damage_found(&dir, "filters that lost their bits", |b| {
+        let handle = Table::open(b).unwrap().filter_handle.unwrap();
+        let (start, size) = (handle.offset as usize, handle.size as usize);
+        let reader = leveldb_bloom::FilterBlockReader::new(&b[start..start + size]);
+        let mut spans = Vec::new();
+        for i in 0..reader.num_filters() {
+            if let Some(f) = reader.filter(i) {
+                let at = f.as_ptr() as usize - b.as_ptr() as usize;
+                spans.push(at..at + f.len().saturating_sub(1));
+            }
+        }
+        for span in spans {
+            b[span].fill(0);
+        }
+        let crc = crc32c::crc32c(&b[start..start + size + 1]);
+        b[start + size + 1..start + size + 5].copy_from_slice(&table::mask_crc(crc).to_le_bytes());
+        let block = RawBlock::locate(b, handle).unwrap();
+        assert!(block.checksum_ok());
+    });
+}
+
+#[test]
+fn upgrade_to_compact_and_back_leaves_every_key_readable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let n = 30_000;
+    let expected = write_db(&dir, Some(NewFilters::Bloom(10)), true, n);
+    let d = dir.to_str().unwrap();
+    for (format, kind) in [("compact", "compact_filters"), ("bloom", "bloom_filters")] {
+        let out = run(&["upgrade", d, "--format", format, "--bits-per-key", "10"]);
+        assert_eq!(out.status.code(), Some(0), "{format}: {}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("before:") && stdout.contains("after:"),
+            "{stdout}"
+        );
+        let json = inspect_json(&dir);
+        let total = &json["total"];
+        assert!(total["filters"].as_u64().unwrap() > 0);
+        assert!(total[kind].as_u64().unwrap() > 0, "{format}: {total}");
+        let other = if kind == "bloom_filters" {
+            "compact_filters"
+        } else {
+            "bloom_filters"
+        };
+        assert_eq!(total[other], 0, "{format}: {total}");
+        assert_reads(&dir, &expected, n);
+        let out = run(&["verify", d]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+}
+
+#[test]
+fn upgrade_refuses_a_database_another_process_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    write_db(&dir, Some(NewFilters::Bloom(10)), true, 2000);
+    let before = inspect_json(&dir);
+    let held = Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).unwrap();
+    let out = run(&["upgrade", dir.to_str().unwrap(), "--format", "compact"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("lock"),
+        "{}",
+        text(&out)
+    );
+    drop(held);
+    assert_eq!(inspect_json(&dir)["total"], before["total"]);
+}
+
+#[test]
+fn usage_and_io_errors_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["inspect"],
+        vec!["frobnicate"],
+        vec!["inspect", "/nonexistent/db"],
+        vec!["inspect", tmp.path().to_str().unwrap()],
+        vec![
+            "upgrade",
+            tmp.path().to_str().unwrap(),
+            "--format",
+            "bloom",
+            "--bits-per-key",
+            "9.5",
+        ],
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+    }
+}

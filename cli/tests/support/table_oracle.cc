@@ -1,0 +1,53 @@
+// The tests' oracle: what LevelDB's own Table iteration shows of a table file.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <leveldb/env.h>
+#include <leveldb/iterator.h>
+#include <leveldb/options.h>
+#include <leveldb/table.h>
+
+// Opens the table at `path` with LevelDB's leveldb::Table and counts its entries (every
+// record its iterator yields). Returns -1 if LevelDB cannot open or iterate it.
+extern "C" int64_t leveldb_bloom_oracle_table_entries(const char* path) {
+  leveldb::Env* env = leveldb::Env::Default();
+  uint64_t size = 0;
+  if (!env->GetFileSize(path, &size).ok()) return -1;
+  leveldb::RandomAccessFile* file = nullptr;
+  if (!env->NewRandomAccessFile(path, &file).ok()) return -1;
+  std::unique_ptr<leveldb::RandomAccessFile> owned(file);
+  leveldb::Options options;
+  leveldb::Table* table = nullptr;
+  if (!leveldb::Table::Open(options, file, size, &table).ok()) return -1;
+  std::unique_ptr<leveldb::Table> owned_table(table);
+  leveldb::ReadOptions read;
+  read.verify_checksums = true;
+  std::unique_ptr<leveldb::Iterator> it(table->NewIterator(read));
+  int64_t entries = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) entries++;
+  return it->status().ok() ? entries : -1;
+}
+
+#include <leveldb/filter_policy.h>
+#include <leveldb/table_builder.h>
+
+// Writes a table of `n` user keys (sorted, as TableBuilder requires), each with the value
+// "v", with LevelDB's own TableBuilder and Bloom policy at `bits_per_key` (no filter if 0).
+// Returns 0, or -1 on failure.
+extern "C" int leveldb_bloom_oracle_write_table(const char* path, const char* const* keys,
+                                                const size_t* lens, size_t n,
+                                                int bits_per_key) {
+  leveldb::Env* env = leveldb::Env::Default();
+  leveldb::WritableFile* file = nullptr;
+  if (!env->NewWritableFile(path, &file).ok()) return -1;
+  std::unique_ptr<leveldb::WritableFile> owned(file);
+  std::unique_ptr<const leveldb::FilterPolicy> policy(
+      bits_per_key > 0 ? leveldb::NewBloomFilterPolicy(bits_per_key) : nullptr);
+  leveldb::Options options;
+  options.filter_policy = policy.get();
+  leveldb::TableBuilder builder(options, file);
+  for (size_t i = 0; i < n; i++) builder.Add(leveldb::Slice(keys[i], lens[i]), "v");
+  if (!builder.Finish().ok() || !file->Close().ok()) return -1;
+  return 0;
+}
