@@ -454,6 +454,41 @@ int cmd_table(const Policy& policy, const std::string& path) {
   return 0;
 }
 
+// entries: what LevelDB's own leveldb::Table iteration counts in each table file of a
+// database directory (checksums verified), one "FILE ENTRIES" line each, sorted: the oracle
+// for the leveldb-bloom command's counts (check_cli_counts.cmake).
+int cmd_entries(const std::string& dir) {
+  leveldb::Env* env = leveldb::Env::Default();
+  std::vector<std::string> children;
+  if (!env->GetChildren(dir, &children).ok()) die("cannot list %s", dir);
+  std::sort(children.begin(), children.end());
+  for (const std::string& name : children) {
+    const size_t dot = name.rfind('.');
+    if (dot == std::string::npos) continue;
+    const std::string ext = name.substr(dot);
+    if (ext != ".ldb" && ext != ".sst") continue;
+    const std::string path = dir + "/" + name;
+    uint64_t size = 0;
+    leveldb::RandomAccessFile* file = nullptr;
+    if (!env->GetFileSize(path, &size).ok() || !env->NewRandomAccessFile(path, &file).ok()) {
+      die("cannot open %s", path);
+    }
+    std::unique_ptr<leveldb::RandomAccessFile> owned_file(file);
+    leveldb::Table* table = nullptr;
+    const leveldb::Status s = leveldb::Table::Open(leveldb::Options(), file, size, &table);
+    if (!s.ok()) die("leveldb::Table::Open(%s): %s", path, s.ToString());
+    std::unique_ptr<leveldb::Table> owned_table(table);
+    leveldb::ReadOptions read;
+    read.verify_checksums = true;
+    std::unique_ptr<leveldb::Iterator> it(table->NewIterator(read));
+    uint64_t entries = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) entries++;
+    if (!it->status().ok()) die("iterating %s: %s", path, it->status().ToString());
+    std::printf("%s %" PRIu64 "\n", name.c_str(), entries);
+  }
+  return 0;
+}
+
 uint64_t parse_count(const char* s) {
   char* end = nullptr;
   const unsigned long long v = std::strtoull(s, &end, 0);
@@ -465,14 +500,16 @@ uint64_t parse_count(const char* s) {
 
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc == 3 && std::string(argv[1]) == "entries") return cmd_entries(argv[2]);
   if (argc < 4) {
     std::fprintf(stderr,
                  "usage: %s write POLICY DB_DIR KEYS SEED\n"
                  "       %s read POLICY DB_DIR KEYS SEED [compact]   (compact: the database's\n"
                  "                                                    filters are compact)\n"
                  "       %s table POLICY FILE\n"
+                 "       %s entries DB_DIR   (each table's entries, by LevelDB's iteration)\n"
                  "POLICY: stock | callbacks | dropin | dropin_compact\n",
-                 argv[0], argv[0], argv[0]);
+                 argv[0], argv[0], argv[0], argv[0]);
     return 2;
   }
   const std::string cmd = argv[1], mode_arg = argv[2];

@@ -1,0 +1,40 @@
+# The leveldb-bloom command's per-table entry counts against LevelDB's own iteration of each
+# table (interop_tool entries): every live table inspect reports, and no other, with the
+# same count. Inputs: CLI, TOOL, DB.
+cmake_minimum_required(VERSION 3.19)
+
+execute_process(COMMAND "${CLI}" inspect --json "${DB}"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE json ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "leveldb-bloom inspect --json ${DB} failed (${rc}): ${err}")
+endif()
+execute_process(COMMAND "${TOOL}" entries "${DB}"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE lines ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "interop_tool entries ${DB} failed (${rc}): ${err}")
+endif()
+string(REGEX MATCHALL "[^\n]+" lines "${lines}")
+list(LENGTH lines leveldb_tables)
+
+string(JSON tables_len LENGTH "${json}" tables)
+if(NOT tables_len EQUAL leveldb_tables OR tables_len EQUAL 0)
+  message(FATAL_ERROR "inspect reports ${tables_len} tables, LevelDB finds ${leveldb_tables}: ${lines}")
+endif()
+math(EXPR last "${tables_len} - 1")
+set(total 0)
+foreach(i RANGE ${last})
+  string(JSON file GET "${json}" tables ${i} file)
+  string(JSON entries GET "${json}" tables ${i} entries)
+  set(match ${lines})
+  list(FILTER match INCLUDE REGEX "^${file} ")
+  set(expected "${file} ${entries}")
+  if(NOT match STREQUAL expected)
+    message(FATAL_ERROR "${file}: inspect counts ${entries} entries, LevelDB: '${match}'")
+  endif()
+  math(EXPR total "${total} + ${entries}")
+endforeach()
+string(JSON total_entries GET "${json}" total entries)
+if(NOT total_entries EQUAL total)
+  message(FATAL_ERROR "inspect's total ${total_entries} is not the sum of its tables, ${total}")
+endif()
+message(STATUS "${tables_len} tables, ${total} entries: inspect and LevelDB's iteration agree")
