@@ -467,24 +467,10 @@ int cmd_entries(const std::string& dir) {
     if (dot == std::string::npos) continue;
     const std::string ext = name.substr(dot);
     if (ext != ".ldb" && ext != ".sst") continue;
-    const std::string path = dir + "/" + name;
-    uint64_t size = 0;
-    leveldb::RandomAccessFile* file = nullptr;
-    if (!env->GetFileSize(path, &size).ok() || !env->NewRandomAccessFile(path, &file).ok()) {
-      die("cannot open %s", path);
-    }
-    std::unique_ptr<leveldb::RandomAccessFile> owned_file(file);
-    leveldb::Table* table = nullptr;
-    const leveldb::Status s = leveldb::Table::Open(leveldb::Options(), file, size, &table);
-    if (!s.ok()) die("leveldb::Table::Open(%s): %s", path, s.ToString());
-    std::unique_ptr<leveldb::Table> owned_table(table);
-    leveldb::ReadOptions read;
-    read.verify_checksums = true;
-    std::unique_ptr<leveldb::Iterator> it(table->NewIterator(read));
-    uint64_t entries = 0;
-    for (it->SeekToFirst(); it->Valid(); it->Next()) entries++;
-    if (!it->status().ok()) die("iterating %s: %s", path, it->status().ToString());
-    std::printf("%s %" PRIu64 "\n", name.c_str(), entries);
+    std::string error;
+    const int64_t entries = support::leveldb_table_entries(dir + "/" + name, &error);
+    if (entries < 0) die("%s: %s", dir + "/" + name, error);
+    std::printf("%s %" PRId64 "\n", name.c_str(), entries);
   }
   return 0;
 }

@@ -21,8 +21,12 @@
 #include <typeinfo>
 #include <vector>
 
+#include <leveldb/env.h>
 #include <leveldb/filter_policy.h>
+#include <leveldb/iterator.h>
+#include <leveldb/options.h>
 #include <leveldb/slice.h>
+#include <leveldb/table.h>
 
 #include "leveldb_bloom.h"
 
@@ -265,6 +269,51 @@ inline std::string oracle_problem(LevelDBLink link) {
            leveldb_bloom_version();
   }
   return "";
+}
+
+// ---------------------------------------------------------------------------------------
+// LevelDB's own reading of a table file: the oracle for the leveldb-bloom command's reader.
+// ---------------------------------------------------------------------------------------
+
+// How many entries LevelDB's leveldb::Table iterates in the table of `size` bytes in `file`
+// (paranoid checks, checksums verified), or -1 with LevelDB's message in `*error` if it
+// cannot open or iterate it.
+inline int64_t leveldb_table_entries(leveldb::RandomAccessFile* file, uint64_t size,
+                                     std::string* error) {
+  leveldb::Options options;
+  options.paranoid_checks = true;
+  leveldb::Table* opened = nullptr;
+  leveldb::Status s = leveldb::Table::Open(options, file, size, &opened);
+  if (!s.ok()) {
+    *error = "leveldb::Table::Open: " + s.ToString();
+    return -1;
+  }
+  std::unique_ptr<leveldb::Table> table(opened);
+  leveldb::ReadOptions read;
+  read.verify_checksums = true;
+  std::unique_ptr<leveldb::Iterator> it(table->NewIterator(read));
+  int64_t entries = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) entries++;
+  if (!it->status().ok()) {
+    *error = "iterating: " + it->status().ToString();
+    return -1;
+  }
+  return entries;
+}
+
+// The same for the table file at `path`.
+inline int64_t leveldb_table_entries(const std::string& path, std::string* error) {
+  leveldb::Env* env = leveldb::Env::Default();
+  uint64_t size = 0;
+  leveldb::RandomAccessFile* file = nullptr;
+  leveldb::Status s = env->GetFileSize(path, &size);
+  if (s.ok()) s = env->NewRandomAccessFile(path, &file);
+  if (!s.ok()) {
+    *error = s.ToString();
+    return -1;
+  }
+  std::unique_ptr<leveldb::RandomAccessFile> owned(file);
+  return leveldb_table_entries(file, size, error);
 }
 
 }  // namespace support

@@ -4,33 +4,18 @@
 #include <string>
 
 #include <leveldb/env.h>
-#include <leveldb/iterator.h>
-#include <leveldb/options.h>
-#include <leveldb/table.h>
-
-// Opens the table at `path` with LevelDB's leveldb::Table and counts its entries (every
-// record its iterator yields). Returns -1 if LevelDB cannot open or iterate it.
-extern "C" int64_t leveldb_bloom_oracle_table_entries(const char* path) {
-  leveldb::Env* env = leveldb::Env::Default();
-  uint64_t size = 0;
-  if (!env->GetFileSize(path, &size).ok()) return -1;
-  leveldb::RandomAccessFile* file = nullptr;
-  if (!env->NewRandomAccessFile(path, &file).ok()) return -1;
-  std::unique_ptr<leveldb::RandomAccessFile> owned(file);
-  leveldb::Options options;
-  leveldb::Table* table = nullptr;
-  if (!leveldb::Table::Open(options, file, size, &table).ok()) return -1;
-  std::unique_ptr<leveldb::Table> owned_table(table);
-  leveldb::ReadOptions read;
-  read.verify_checksums = true;
-  std::unique_ptr<leveldb::Iterator> it(table->NewIterator(read));
-  int64_t entries = 0;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) entries++;
-  return it->status().ok() ? entries : -1;
-}
-
 #include <leveldb/filter_policy.h>
+#include <leveldb/options.h>
 #include <leveldb/table_builder.h>
+
+#include "support.h"
+
+// What LevelDB's own leveldb::Table iteration counts in the table file at `path`
+// (cpp_tests/support), or -1 if LevelDB cannot open or iterate it.
+extern "C" int64_t leveldb_bloom_oracle_table_entries(const char* path) {
+  std::string error;
+  return support::leveldb_table_entries(path, &error);
+}
 
 // Writes a table of `n` user keys (sorted, as TableBuilder requires), each with the value
 // "v", with LevelDB's own TableBuilder and Bloom policy at `bits_per_key` (no filter if 0).
