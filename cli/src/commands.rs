@@ -17,9 +17,30 @@ pub const PROBLEM: u8 = 1;
 /// Usage or I/O error.
 pub const ERROR: u8 = 2;
 
-/// A failure that ends the command with [`ERROR`].
+/// What ends a command early: its message (for standard error) and exit status.
 #[derive(Debug)]
-pub struct Failure(pub String);
+pub struct Failure {
+    pub message: String,
+    pub status: u8,
+}
+
+impl Failure {
+    /// A usage or I/O error: [`ERROR`].
+    pub fn error(message: impl Into<String>) -> Failure {
+        Failure {
+            message: message.into(),
+            status: ERROR,
+        }
+    }
+
+    /// Damage that stops the command from reading on (a corrupt MANIFEST): [`PROBLEM`].
+    pub fn damaged(message: impl Into<String>) -> Failure {
+        Failure {
+            message: message.into(),
+            status: PROBLEM,
+        }
+    }
+}
 
 /// Writes `text` to standard output. A reader that went away (`| head`) only ends the
 /// output; any other write error is a failure.
@@ -27,7 +48,7 @@ fn emit(text: &str) -> Result<(), Failure> {
     use std::io::Write as _;
     match std::io::stdout().lock().write_all(text.as_bytes()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Failure(format!("writing the output: {e}")))
+            Err(Failure::error(format!("writing the output: {e}")))
         }
         _ => Ok(()),
     }
@@ -41,15 +62,22 @@ struct Target {
 }
 
 fn target(path: &Path, keys: Option<Keys>) -> Result<Target, Failure> {
-    let meta = std::fs::metadata(path).map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+    let meta =
+        std::fs::metadata(path).map_err(|e| Failure::error(format!("{}: {e}", path.display())))?;
     if meta.is_dir() {
         if !manifest::is_database(path) {
-            return Err(Failure(format!(
+            return Err(Failure::error(format!(
                 "{}: not a LevelDB database (no CURRENT file)",
                 path.display()
             )));
         }
-        let version = manifest::current_version(path).map_err(|e| Failure(e.0))?;
+        let version = manifest::current_version(path).map_err(|e| {
+            if e.damaged {
+                Failure::damaged(e.message)
+            } else {
+                Failure::error(e.message)
+            }
+        })?;
         Ok(Target {
             tables: version
                 .live
@@ -107,7 +135,7 @@ fn analyze_all(
                 0,
                 "table file of the current version is missing".into(),
             ),
-            Err(e) => return Err(Failure(format!("{}: {e}", file.display()))),
+            Err(e) => return Err(Failure::error(format!("{}: {e}", file.display()))),
         };
         reports.push(TableReport {
             level: *level,
@@ -235,7 +263,7 @@ pub fn inspect(path: &Path, json: bool, keys: Option<Keys>) -> Result<u8, Failur
             total: &total,
             not_live: not_live.iter().map(|p| p.display().to_string()).collect(),
         };
-        let json = serde_json::to_string_pretty(&doc).map_err(|e| Failure(e.to_string()))?;
+        let json = serde_json::to_string_pretty(&doc).map_err(|e| Failure::error(e.to_string()))?;
         emit(&(json + "\n"))?;
     } else {
         emit(&render(&tables, &total, &not_live))?;
@@ -302,14 +330,14 @@ fn summary(label: &str, t: &TableReport) -> String {
 /// them, so the database stays readable whatever fails on the way.
 pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
     if !path.is_dir() || !manifest::is_database(path) {
-        return Err(Failure(format!(
+        return Err(Failure::error(format!(
             "{}: not a LevelDB database directory (no CURRENT file)",
             path.display()
         )));
     }
     let (before, _) = analyze_all(path, None)?;
     if before.iter().any(|t| !t.problems.is_empty()) {
-        return Err(Failure(format!(
+        return Err(Failure::damaged(format!(
             "{}: damaged (run `leveldb-bloom verify`); not rewritten",
             path.display()
         )));
@@ -318,7 +346,7 @@ pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
     emit(&summary("before", &report::total(&before)))?;
     {
         let db = Db::open(path, Some(filters), snappy, false).map_err(|e| {
-            Failure(format!(
+            Failure::error(format!(
                 "{}: LevelDB cannot open it: {e} (another process may hold it)",
                 path.display()
             ))
@@ -327,9 +355,9 @@ pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
         // above overlaps them. Writing the first and last records again (the same values)
         // puts a table spanning the whole range on top, so that every level below is
         // merged and rewritten.
-        if let Some(records) = db.first_and_last().map_err(Failure)? {
+        if let Some(records) = db.first_and_last().map_err(Failure::error)? {
             for (key, value) in &records {
-                db.put(key, value).map_err(Failure)?;
+                db.put(key, value).map_err(Failure::error)?;
             }
         }
         db.compact_all();

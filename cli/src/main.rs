@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use leveldb_bloom_cli::commands::{self, ERROR};
+use leveldb_bloom_cli::commands;
 use leveldb_bloom_cli::leveldb::NewFilters;
 use leveldb_bloom_cli::report::Keys;
 
@@ -109,7 +109,7 @@ fn main() -> ExitCode {
             Format::Bloom
                 if bits_per_key.fract() != 0.0 || !(1.0..=1000.0).contains(&bits_per_key) =>
             {
-                Err(commands::Failure(format!(
+                Err(commands::Failure::error(format!(
                     "--bits-per-key {bits_per_key}: Bloom filters take a whole number from 1 to 1000"
                 )))
             }
@@ -119,9 +119,9 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(status) => ExitCode::from(status),
-        Err(commands::Failure(message)) => {
-            eprintln!("leveldb-bloom: {message}");
-            ExitCode::from(ERROR)
+        Err(failure) => {
+            eprintln!("leveldb-bloom: {}", failure.message);
+            ExitCode::from(failure.status)
         }
     }
 }

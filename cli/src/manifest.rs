@@ -26,9 +26,20 @@ pub struct Version {
     pub not_live: Vec<PathBuf>,
 }
 
-/// An error naming the file and, where it applies, the offset in it.
+/// An error naming the file and, where it applies, the offset in it: `damaged` when the
+/// files are there but do not read as LevelDB writes them, else an I/O error.
 #[derive(Debug)]
-pub struct Error(pub String);
+pub struct Error {
+    pub message: String,
+    pub damaged: bool,
+}
+
+fn damaged(message: String) -> Error {
+    Error {
+        message,
+        damaged: true,
+    }
+}
 
 const BLOCK_SIZE: usize = 32768;
 const HEADER_LEN: usize = 7;
@@ -39,7 +50,8 @@ const LAST: u8 = 4;
 
 /// The records of a LevelDB log file, fragments joined.
 fn records(data: &[u8], path: &Path) -> Result<Vec<Vec<u8>>, Error> {
-    let bad = |at: usize, what: &str| Error(format!("{}: at offset {at}: {what}", path.display()));
+    let bad =
+        |at: usize, what: &str| damaged(format!("{}: at offset {at}: {what}", path.display()));
     let mut out = Vec::new();
     let mut pending: Option<Vec<u8>> = None;
     let mut pos = 0;
@@ -143,12 +155,16 @@ pub fn is_database(dir: &Path) -> bool {
 
 /// The current version of the database in `dir`.
 pub fn current_version(dir: &Path) -> Result<Version, Error> {
-    let io = |p: &Path, e: std::io::Error| Error(format!("{}: {e}", p.display()));
+    // A file of the database that is missing is damage; any other failure to read, I/O.
+    let io = |p: &Path, e: std::io::Error| Error {
+        message: format!("{}: {e}", p.display()),
+        damaged: e.kind() == std::io::ErrorKind::NotFound && p != dir,
+    };
     let current_path = dir.join("CURRENT");
     let current = fs::read_to_string(&current_path).map_err(|e| io(&current_path, e))?;
     let name = current.strip_suffix('\n').unwrap_or(&current);
     if !name.starts_with("MANIFEST-") || name.contains('/') {
-        return Err(Error(format!(
+        return Err(damaged(format!(
             "{}: does not name a MANIFEST ({name:?})",
             current_path.display()
         )));
@@ -158,7 +174,7 @@ pub fn current_version(dir: &Path) -> Result<Version, Error> {
     let mut files = BTreeMap::new();
     for (i, edit) in records(&data, &manifest)?.iter().enumerate() {
         apply(edit, &mut files).ok_or_else(|| {
-            Error(format!(
+            damaged(format!(
                 "{}: version edit {i} is malformed",
                 manifest.display()
             ))

@@ -365,3 +365,42 @@ fn usage_and_io_errors_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
     }
 }
+
+#[test]
+fn a_damaged_manifest_is_an_error_naming_the_file_and_offset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    write_db(&dir, Some(NewFilters::Bloom(10)), true, 2000);
+    let current = std::fs::read_to_string(dir.join("CURRENT")).unwrap();
+    let manifest = dir.join(current.trim());
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    bytes[10] ^= 0xff; // inside the first record: its checksum no longer matches
+    std::fs::write(&manifest, &bytes).unwrap();
+    // Damage found: exit status 1, for every command (upgrade rewrites nothing).
+    for args in [
+        vec!["inspect"],
+        vec!["verify"],
+        vec!["upgrade", "--format", "compact"],
+    ] {
+        let out = run(&[&args[..], &[dir.to_str().unwrap()]].concat());
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(manifest.file_name().unwrap().to_str().unwrap())
+                && stderr.contains("at offset 0"),
+            "{}",
+            text(&out)
+        );
+    }
+    assert_eq!(
+        std::fs::read(&manifest).unwrap(),
+        bytes,
+        "upgrade left the files alone"
+    );
+    // CURRENT naming something else, or a MANIFEST that is not there, is damage too.
+    for current in ["../../etc/passwd\n", "MANIFEST-999999\n"] {
+        std::fs::write(dir.join("CURRENT"), current).unwrap();
+        let out = run(&["inspect", dir.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{current}: {}", text(&out));
+    }
+}
