@@ -63,20 +63,18 @@ size_t RandomKeyCount(std::mt19937_64& rng) {
   return rng() % 5001;               // 0..5000
 }
 
-// Keys of 0..300 bytes (mostly short), with duplicates and empty keys.
+// Keys of 0..300 bytes (mostly short; all of one length half of the time), with duplicates
+// and empty keys.
 std::vector<std::string> RandomKeySet(std::mt19937_64& rng, size_t n) {
   static const size_t kMaxLens[] = {0, 3, 8, 16, 32, 64, 300};
   const size_t max_len = kMaxLens[rng() % (sizeof(kMaxLens) / sizeof(kMaxLens[0]))];
-  std::vector<std::string> keys;
-  keys.reserve(n);
+  std::vector<std::string> keys = harness::random_keys(rng, n, max_len);
   for (size_t i = 0; i < n; i++) {
     const uint64_t r = rng() % 100;
-    if (r < 10 && !keys.empty()) {
-      keys.push_back(keys[rng() % keys.size()]);  // duplicate
+    if (r < 10 && i > 0) {
+      keys[i] = keys[rng() % i];  // duplicate
     } else if (r < 13) {
-      keys.emplace_back();  // empty key
-    } else {
-      keys.push_back(harness::random_key(rng, max_len));
+      keys[i].clear();  // empty key
     }
   }
   return keys;

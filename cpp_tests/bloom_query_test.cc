@@ -135,10 +135,8 @@ TEST(BloomQuery, WellFormedFiltersAgreeWithLevelDB) {
     const size_t pi = rng() % bpks.size();
     const size_t n = RandomKeyCount(rng);
     const size_t max_len = (rng() % 2) ? 16 : 200;
-    std::vector<std::string> keys(n);
-    for (auto& k : keys) k = harness::random_key(rng, max_len);
-    std::vector<std::string> others(1000);
-    for (auto& k : others) k = harness::random_key(rng, max_len);
+    const std::vector<std::string> keys = harness::random_keys(rng, n, max_len);
+    const std::vector<std::string> others = harness::random_keys(rng, 1000, max_len);
 
     std::vector<leveldb::Slice> slices(keys.begin(), keys.end());
     std::string ldb_filter;
@@ -207,8 +205,8 @@ TEST(BloomQuery, MalformedFiltersAgreeWithLevelDB) {
           const std::string where = "filter " + harness::to_hex(s) + " (" + kFills[fill] +
                                     " fill, bits_per_key " + std::to_string(bpk) + ", seed " +
                                     std::to_string(seed) + ")";
-          keys.assign(1, std::string());
-          for (int i = 0; i < 64; i++) keys.push_back(harness::random_key(rng, 12));
+          keys = harness::random_keys(rng, 64, 12);
+          keys.emplace_back();
           for (const auto& k : keys) Agree(*ldb, rust.get(), f.data.get(), f.len, k, &counts, where);
           AgreeBatch(*ldb, rust.get(), f.data.get(), f.len, keys, &batched, &counts, where);
           filters++;
@@ -228,8 +226,7 @@ TEST(BloomQuery, MalformedFiltersAgreeWithLevelDB) {
     harness::RustPolicy rust(10);
     const std::string where = "random filter of " + std::to_string(s.size()) + " bytes, k " +
                               std::to_string(int(s.back())) + " (seed " + std::to_string(seed) + ")";
-    keys.clear();
-    for (int j = 0; j < 64; j++) keys.push_back(harness::random_key(rng, 40));
+    keys = harness::random_keys(rng, 64, 40);
     for (const auto& k : keys) Agree(*ldb, rust.get(), f.data.get(), f.len, k, &counts, where);
     AgreeBatch(*ldb, rust.get(), f.data.get(), f.len, keys, &batched, &counts, where);
     filters++;

@@ -30,8 +30,9 @@
  * - No call aborts the process or unwinds into C; an internal bug surfaces as
  *   LEVELDB_BLOOM_ERR_PANIC, a NULL, or "may match".
  * - Speed: the compact query runs a version compiled for the processor's popcount and BMI2
- *   instructions where it has them (chosen once per process); the environment variable
- *   LEVELDB_BLOOM_SIMD=portable pins the portable code. Bytes and answers are the same.
+ *   instructions, and Bloom filter creation and batch queries one for AVX2, where it has
+ *   them (chosen once per process); the environment variable LEVELDB_BLOOM_SIMD=portable
+ *   pins the portable code. Bytes and answers are the same.
  * - The drop-in library (libleveldb_bloom_dropin, which carries this API too) builds the
  *   filters of leveldb::NewBloomFilterPolicy in the format LEVELDB_BLOOM_FORMAT names,
  *   bloom (the default, LevelDB's own bytes) or compact, at LEVELDB_BLOOM_BITS_PER_KEY

@@ -1,5 +1,6 @@
-//! Which compiled version of the code that has several this process runs, chosen once (today
-//! the compact query: `src/compact/cpu.rs`).
+//! Which compiled version of the code that has several this process runs, chosen once: the
+//! compact query (`src/compact/cpu.rs`), and Bloom filter creation and batch queries
+//! (`src/bloom/cpu.rs`).
 //!
 //! Every routine that has a version for wider instructions keeps its portable version, and
 //! both are proven against LevelDB. `LEVELDB_BLOOM_SIMD` pins the choice for a process (read

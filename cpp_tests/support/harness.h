@@ -33,6 +33,7 @@ namespace harness {
 using support::env_count;
 using support::LevelDBLink;
 using support::random_key;
+using support::random_keys;
 using support::RustPolicy;
 
 // The oracle must be LevelDB's own Bloom policy (support::oracle_problem says why).

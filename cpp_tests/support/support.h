@@ -148,13 +148,8 @@ struct Rng {
   }
 };
 
-// A key of 0..max_len arbitrary bytes (NUL and bytes >= 0x80 included). A quarter of the
-// keys are at most 8 bytes long, so that every length of the hash's 1-3 byte tail and the
-// empty key come up often.
-inline std::string random_key(std::mt19937_64& rng, size_t max_len) {
-  size_t len_max = max_len;
-  if (rng() % 4 == 0 && len_max > 8) len_max = 8;
-  const size_t len = static_cast<size_t>(rng() % (static_cast<uint64_t>(len_max) + 1));
+// A key of exactly `len` arbitrary bytes (NUL and bytes >= 0x80 included).
+inline std::string random_key_of_length(std::mt19937_64& rng, size_t len) {
   std::string key(len, '\0');
   uint64_t bits = 0;
   for (size_t i = 0; i < len; i++) {
@@ -163,6 +158,25 @@ inline std::string random_key(std::mt19937_64& rng, size_t max_len) {
     bits >>= 8;
   }
   return key;
+}
+
+// A key of 0..max_len arbitrary bytes. A quarter of the keys are at most 8 bytes long, so
+// that every length of the hash's 1-3 byte tail and the empty key come up often.
+inline std::string random_key(std::mt19937_64& rng, size_t max_len) {
+  size_t len_max = max_len;
+  if (rng() % 4 == 0 && len_max > 8) len_max = 8;
+  return random_key_of_length(rng, static_cast<size_t>(rng() % (static_cast<uint64_t>(len_max) + 1)));
+}
+
+// `n` keys as a batch or a filter often holds them: all of one random length up to
+// `max_len` half of the time (so that keys are hashed together, src/bloom/cpu.rs), else
+// each of its own (random_key).
+inline std::vector<std::string> random_keys(std::mt19937_64& rng, size_t n, size_t max_len) {
+  std::vector<std::string> keys(n);
+  const bool one_length = rng() % 2 == 0;
+  const size_t len = static_cast<size_t>(rng() % (static_cast<uint64_t>(max_len) + 1));
+  for (auto& k : keys) k = one_length ? random_key_of_length(rng, len) : random_key(rng, max_len);
+  return keys;
 }
 
 // ---------------------------------------------------------------------------------------

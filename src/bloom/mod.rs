@@ -10,6 +10,8 @@ use crate::remainder::Remainder;
 
 pub use crate::filter::NAME;
 
+mod cpu;
+
 /// Probe counts above this are reserved for other encodings: their filters always match.
 pub const MAX_PROBES: u8 = 30;
 
@@ -137,6 +139,10 @@ impl WriteFilter for BloomPolicy {
         if array.is_empty() {
             return Ok(());
         }
+        let mut keys = keys;
+        if cpu::set_in_lanes(&mut keys, self.probes, array) {
+            return Ok(());
+        }
         let remainder = Remainder::new(array.len());
         // Hash a group of keys first, then set their bits: the hashes are independent chains
         // of multiplications that the processor overlaps when no stores sit between them.
@@ -207,6 +213,25 @@ pub(crate) fn may_match_hashed(start: ProbeStart, filter: &[u8]) -> bool {
     }
 }
 
+/// Sets one key's `k` bits in `array` (the whole filter less its last byte).
+fn set_key_bits(key: &[u8], k: u8, array: &mut [u8]) {
+    let remainder = Remainder::new(array.len());
+    with_probe_count!(k, K => set_bits::<K>(array, remainder, ProbeStart::of(key), k));
+}
+
+/// [`key_may_match`] against a well-formed filter's probe count and bit array.
+#[inline]
+fn key_may_match_array(key: &[u8], k: u8, array: &[u8]) -> bool {
+    let remainder = Remainder::new(array.len());
+    with_probe_count!(k, K => bits_set::<K>(array, remainder, ProbeStart::of(key), k))
+}
+
+/// [`key_may_match`] for a key whose hash is `h`.
+#[cfg(test)]
+fn hash_may_match(h: u32, filter: &[u8]) -> bool {
+    may_match_hashed(ProbeStart::of_hash(h), filter)
+}
+
 /// A filter's probe count and bit array, or the answer every key gets from it (format rules
 /// as for [`key_may_match`]).
 #[inline]
@@ -235,6 +260,8 @@ pub fn keys_may_match<'k>(
             return;
         }
     };
+    let answered = cpu::answer_in_lanes(&mut keys, k, array, results);
+    let results = &mut results[answered..];
     let remainder = Remainder::new(array.len());
     let mut starts = [ProbeStart::default(); HASH_GROUP];
     for results in results.chunks_mut(HASH_GROUP) {
@@ -327,7 +354,11 @@ pub(crate) struct ProbeStart {
 impl ProbeStart {
     #[inline]
     pub(crate) fn of(key: &[u8]) -> Self {
-        let h = bloom_hash(key);
+        Self::of_hash(bloom_hash(key))
+    }
+
+    #[inline]
+    fn of_hash(h: u32) -> Self {
         ProbeStart {
             h,
             delta: h.rotate_right(17),
