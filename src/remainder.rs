@@ -25,6 +25,12 @@ static RECIPROCALS: [u64; TABLE_BYTES] = {
     table
 };
 
+/// `ceil(2^64 / (8 * bytes))` from [`RECIPROCALS`], for `1 <= bytes < 2048`.
+#[inline]
+pub(crate) fn tabled_reciprocal(bytes: usize) -> Option<u64> {
+    RECIPROCALS.get(bytes).copied().filter(|&m| m != 0)
+}
+
 /// Finds where a 32-bit hash falls in a bit array of whole bytes: `h % bits` with
 /// `bits = 8 * bytes`, as a byte index and a bit within that byte.
 #[derive(Debug, Clone, Copy)]

@@ -30,11 +30,17 @@ pub(super) struct LaneDivisor {
 impl LaneDivisor {
     /// For an array of `bytes` bytes, when the lanes can answer it: `4 <= bytes < 2^29`.
     pub(super) fn new(bytes: usize) -> Option<Self> {
+        let table = crate::remainder::tabled_reciprocal(bytes);
         let bytes = u32::try_from(bytes)
             .ok()
             .filter(|b| (4..1 << 29).contains(b))?;
         let f = 29 + (u32::BITS - (bytes - 1).leading_zeros());
-        let c = (1u64 << f).div_ceil(u64::from(bytes));
+        // `ceil(2^f / bytes)` is `ceil(ceil(2^64 / (8 * bytes)) / 2^(61 - f))`: from the Bloom
+        // query's table of reciprocals, without a division, where it has the size.
+        let c = match table {
+            Some(m) => (m >> (61 - f)) + u64::from(m & ((1 << (61 - f)) - 1) != 0),
+            None => (1u64 << f).div_ceil(u64::from(bytes)),
+        };
         Some(LaneDivisor {
             bytes,
             c: u32::try_from(c).ok()?,
@@ -289,7 +295,14 @@ mod x86 {
             }
             at += 16;
         }
-        while at + 4 <= len {
+        if at + 8 <= len {
+            for w in transposed_pairs(keys, at) {
+                h = _mm256_mullo_epi32(_mm256_add_epi32(h, w), m);
+                h = _mm256_xor_si256(h, _mm256_srli_epi32::<16>(h));
+            }
+            at += 8;
+        }
+        if at + 4 <= len {
             let mut words = [0u32; LANES];
             for (word, key) in words.iter_mut().zip(keys) {
                 *word = u32::from_le_bytes([key[at], key[at + 1], key[at + 2], key[at + 3]]);
@@ -313,6 +326,28 @@ mod x86 {
             h = _mm256_xor_si256(h, _mm256_srli_epi32::<24>(h));
         }
         h
+    }
+
+    /// The two 4-byte words at `at..at + 8` of eight keys, as [`transposed_words`] does.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn transposed_pairs(keys: &[&[u8]; LANES], at: usize) -> [__m256i; 2] {
+        // Keys `i` and `i + 4` in the low 8 bytes of the halves of row `i`.
+        let mut rows = [_mm256_setzero_si256(); 4];
+        for (i, row) in rows.iter_mut().enumerate() {
+            let (low, high) = (&keys[i][at..at + 8], &keys[i + 4][at..at + 8]);
+            // SAFETY: `low` and `high` are 8 readable bytes each; the loads are unaligned.
+            let (low, high) = unsafe {
+                (
+                    _mm_loadl_epi64(low.as_ptr().cast()),
+                    _mm_loadl_epi64(high.as_ptr().cast()),
+                )
+            };
+            *row = _mm256_set_m128i(high, low);
+        }
+        let [r0, r1, r2, r3] = rows;
+        let (t0, t1) = (_mm256_unpacklo_epi32(r0, r1), _mm256_unpacklo_epi32(r2, r3));
+        [_mm256_unpacklo_epi64(t0, t1), _mm256_unpackhi_epi64(t0, t1)]
     }
 
     /// The four 4-byte words at `at..at + 16` of eight keys, word `j` of key `i` in lane `i`
