@@ -332,20 +332,7 @@ mod x86 {
     #[inline]
     #[target_feature(enable = "avx2")]
     fn transposed_pairs(keys: &[&[u8]; LANES], at: usize) -> [__m256i; 2] {
-        // Keys `i` and `i + 4` in the low 8 bytes of the halves of row `i`.
-        let mut rows = [_mm256_setzero_si256(); 4];
-        for (i, row) in rows.iter_mut().enumerate() {
-            let (low, high) = (&keys[i][at..at + 8], &keys[i + 4][at..at + 8]);
-            // SAFETY: `low` and `high` are 8 readable bytes each; the loads are unaligned.
-            let (low, high) = unsafe {
-                (
-                    _mm_loadl_epi64(low.as_ptr().cast()),
-                    _mm_loadl_epi64(high.as_ptr().cast()),
-                )
-            };
-            *row = _mm256_set_m128i(high, low);
-        }
-        let [r0, r1, r2, r3] = rows;
+        let [r0, r1, r2, r3] = rows::<8>(keys, at);
         let (t0, t1) = (_mm256_unpacklo_epi32(r0, r1), _mm256_unpacklo_epi32(r2, r3));
         [_mm256_unpacklo_epi64(t0, t1), _mm256_unpackhi_epi64(t0, t1)]
     }
@@ -355,14 +342,7 @@ mod x86 {
     #[inline]
     #[target_feature(enable = "avx2")]
     fn transposed_words(keys: &[&[u8]; LANES], at: usize) -> [__m256i; 4] {
-        // Keys `i` and `i + 4` in the low and high halves of row `i`.
-        let mut rows = [_mm256_setzero_si256(); 4];
-        for (i, row) in rows.iter_mut().enumerate() {
-            let (low, high) = (&keys[i][at..at + 16], &keys[i + 4][at..at + 16]);
-            // SAFETY: `low` and `high` are 16 readable bytes each; the loads are unaligned.
-            *row = unsafe { _mm256_loadu2_m128i(high.as_ptr().cast(), low.as_ptr().cast()) };
-        }
-        let [r0, r1, r2, r3] = rows;
+        let [r0, r1, r2, r3] = rows::<16>(keys, at);
         let (t0, t1) = (_mm256_unpacklo_epi32(r0, r1), _mm256_unpacklo_epi32(r2, r3));
         let (t2, t3) = (_mm256_unpackhi_epi32(r0, r1), _mm256_unpackhi_epi32(r2, r3));
         [
@@ -371,6 +351,30 @@ mod x86 {
             _mm256_unpacklo_epi64(t2, t3),
             _mm256_unpackhi_epi64(t2, t3),
         ]
+    }
+
+    /// Bytes `at..at + WIDTH` (8 or 16) of keys `i` and `i + 4` in the low and high halves of
+    /// row `i`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn rows<const WIDTH: usize>(keys: &[&[u8]; LANES], at: usize) -> [__m256i; 4] {
+        let mut rows = [_mm256_setzero_si256(); 4];
+        for (i, row) in rows.iter_mut().enumerate() {
+            let [low, high] = [i, i + 4].map(|lane| {
+                let bytes = &keys[lane][at..at + WIDTH];
+                // SAFETY: `bytes` is WIDTH readable bytes, as many as the load reads (8 or
+                // 16); the loads are unaligned.
+                unsafe {
+                    if WIDTH == 16 {
+                        _mm_loadu_si128(bytes.as_ptr().cast())
+                    } else {
+                        _mm_loadl_epi64(bytes.as_ptr().cast())
+                    }
+                }
+            });
+            *row = _mm256_set_m128i(high, low);
+        }
+        rows
     }
 
     /// Bit `i` set when every one of the `k` probes of hash lane `i` finds a set bit.
