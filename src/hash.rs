@@ -3,7 +3,8 @@
 /// The seed LevelDB's Bloom filter hashes every key with.
 pub const BLOOM_HASH_SEED: u32 = 0xbc9f_1d34;
 
-const M: u32 = 0xc6a4_a793;
+/// The hash's multiplier.
+pub(crate) const M: u32 = 0xc6a4_a793;
 const R: u32 = 24;
 
 /// Hashes `data` exactly as LevelDB 1.18 and later do.

@@ -14,12 +14,13 @@
 //! Arrays under 4 bytes or of 2^32 bits or more, processors without AVX2, and
 //! `LEVELDB_BLOOM_SIMD=portable` (`src/cpu.rs`) take the scalar path.
 
-#![allow(unsafe_code)] // AVX2 version of the batch query, chosen at run time
+#![allow(unsafe_code)] // AVX2 versions of creation and the batch query, chosen at run time
 
 /// Keys answered together.
 pub(super) const LANES: usize = 8;
 
 /// `x / bytes` for every 29-bit `x`, by a multiplication and a shift (the module's rule).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[derive(Debug, Clone, Copy)]
 pub(super) struct LaneDivisor {
     bytes: u32,
@@ -27,6 +28,7 @@ pub(super) struct LaneDivisor {
     f: u32,
 }
 
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 impl LaneDivisor {
     /// For an array of `bytes` bytes, when the lanes can answer it: `4 <= bytes < 2^29`.
     pub(super) fn new(bytes: usize) -> Option<Self> {
@@ -123,9 +125,7 @@ mod x86 {
     use std::arch::x86_64::*;
 
     use super::{LANES, LaneDivisor};
-    use crate::hash::{BLOOM_HASH_SEED, bloom_hash};
-
-    const M: u32 = 0xc6a4_a793;
+    use crate::hash::{BLOOM_HASH_SEED, M, bloom_hash};
 
     /// [`super::answer_in_lanes`] once the lanes may run.
     ///
