@@ -60,9 +60,9 @@ impl LaneDivisor {
     }
 }
 
-/// Answers as many leading keys as fit whole groups of [`LANES`] in `results` (fewer if
-/// `keys` ends first), when this processor and `array` allow it; returns how many results
-/// it wrote (0 when the caller must answer them all). `k` and `array` are a well-formed
+/// Answers the keys for `results` (fewer if `keys` ends first), when this processor and
+/// `array` allow it; returns how many results it wrote (0 when the caller must answer them
+/// all). `k` and `array` are a well-formed
 /// filter's (`super::filter_array`).
 #[inline]
 pub(super) fn answer_in_lanes<'k>(
@@ -140,26 +140,38 @@ mod x86 {
         results: &mut [bool],
     ) -> usize {
         let mut done = 0;
-        for group_results in results.chunks_exact_mut(LANES) {
+        for group_results in results.chunks_mut(LANES) {
             let mut group: [&[u8]; LANES] = [&[]; LANES];
             let mut n = 0;
-            for (slot, key) in group.iter_mut().zip(keys.by_ref()) {
+            for (slot, key) in group
+                .iter_mut()
+                .zip(keys.by_ref().take(group_results.len()))
+            {
                 *slot = key;
                 n += 1;
             }
-            if n < LANES {
-                for (result, key) in group_results.iter_mut().zip(&group[..n]) {
-                    *result = super::super::key_may_match_array(key, k, array);
-                }
-                return done + n;
+            if n == 0 {
+                break;
             }
+            fill_group(&mut group, n);
             let all_set = probes_all_set(hash_group(&group), k, array, divisor);
-            for (lane, result) in group_results.iter_mut().enumerate() {
+            for (lane, result) in group_results[..n].iter_mut().enumerate() {
                 *result = all_set >> lane & 1 != 0;
             }
-            done += LANES;
+            done += n;
+            if n < LANES {
+                break;
+            }
         }
         done
+    }
+
+    /// Fills the lanes past the first `n` (1 to 8) keys of a group with its first key: a
+    /// partial group runs in lanes too. (The copies' answers are dropped, and setting a
+    /// key's bits twice changes nothing.)
+    fn fill_group(group: &mut [&[u8]; LANES], n: usize) {
+        let first = group[0];
+        group[n..].fill(first);
     }
 
     /// [`super::set_in_lanes`] once the lanes may run.
@@ -190,20 +202,18 @@ mod x86 {
                     *key = item.as_ref();
                 }
             }
-            if n < LANES {
-                for key in &group[..n] {
-                    super::super::set_key_bits(key, k, array);
-                }
+            if n == 0 {
                 return;
             }
+            fill_group(&mut group, n);
             let mut h = hash_group(&group);
             let delta = rotate_right_17(h);
             // Up to 8 probes' bytes and masks first, then their bits: a load right after a
             // wide store of the same bytes would wait for it.
             let mut probes = usize::from(k);
             while probes > 0 {
-                let n = probes.min(PROBE_CHUNK);
-                for (at, mask) in bytes_at[..n].iter_mut().zip(&mut masks[..n]) {
+                let chunk = probes.min(PROBE_CHUNK);
+                for (at, mask) in bytes_at[..chunk].iter_mut().zip(&mut masks[..chunk]) {
                     let (byte, bit) = lanes.byte_and_bit(h);
                     // SAFETY: `at` and `mask` are 8 writable `u32`s each; the stores are
                     // unaligned.
@@ -213,14 +223,17 @@ mod x86 {
                     }
                     h = _mm256_add_epi32(h, delta);
                 }
-                for (at, mask) in bytes_at[..n].iter().zip(&masks[..n]) {
+                for (at, mask) in bytes_at[..chunk].iter().zip(&masks[..chunk]) {
                     for lane in 0..LANES {
                         if let Some(byte) = array.get_mut(at[lane] as usize) {
                             *byte |= mask[lane] as u8;
                         }
                     }
                 }
-                probes -= n;
+                probes -= chunk;
+            }
+            if n < LANES {
+                return;
             }
         }
     }
