@@ -150,8 +150,11 @@ mod x86 {
                 *slot = key;
                 n += 1;
             }
-            if n == 0 {
-                break;
+            if n <= SCALAR_TAIL {
+                for (result, key) in group_results.iter_mut().zip(&group[..n]) {
+                    *result = super::super::key_may_match_array(key, k, array);
+                }
+                return done + n;
             }
             fill_group(&mut group, n);
             let all_set = probes_all_set(hash_group(&group), k, array, divisor);
@@ -166,9 +169,14 @@ mod x86 {
         done
     }
 
-    /// Fills the lanes past the first `n` (1 to 8) keys of a group with its first key: a
-    /// partial group runs in lanes too. (The copies' answers are dropped, and setting a
-    /// key's bits twice changes nothing.)
+    /// A group of this many keys or fewer (the last of a filter or a batch) is answered by
+    /// the scalar code: a group in lanes costs as much as a few scalar keys
+    /// (`docs/performance-notes.md`).
+    const SCALAR_TAIL: usize = 4;
+
+    /// Fills the lanes past the first `n` keys of a group with its first key: a partial
+    /// group of more than [`SCALAR_TAIL`] keys runs in lanes too. (The copies' answers are
+    /// dropped, and setting a key's bits twice changes nothing.)
     fn fill_group(group: &mut [&[u8]; LANES], n: usize) {
         let first = group[0];
         group[n..].fill(first);
@@ -202,7 +210,10 @@ mod x86 {
                     *key = item.as_ref();
                 }
             }
-            if n == 0 {
+            if n <= SCALAR_TAIL {
+                for key in &group[..n] {
+                    super::super::set_key_bits(key, k, array);
+                }
                 return;
             }
             fill_group(&mut group, n);

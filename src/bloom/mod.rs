@@ -213,12 +213,16 @@ pub(crate) fn may_match_hashed(start: ProbeStart, filter: &[u8]) -> bool {
     }
 }
 
-/// Sets one key's `k` bits in `array` (the whole filter less its last byte), by the scalar
-/// rules: what the lanes' filters are compared with.
-#[cfg(test)]
+/// Sets one key's `k` bits in `array` (the whole filter less its last byte).
 fn set_key_bits(key: &[u8], k: u8, array: &mut [u8]) {
     let remainder = Remainder::new(array.len());
     with_probe_count!(k, K => set_bits::<K>(array, remainder, ProbeStart::of(key), k));
+}
+
+/// [`key_may_match`] against a well-formed filter's probe count and bit array.
+fn key_may_match_array(key: &[u8], k: u8, array: &[u8]) -> bool {
+    let remainder = Remainder::new(array.len());
+    with_probe_count!(k, K => bits_set::<K>(array, remainder, ProbeStart::of(key), k))
 }
 
 /// [`key_may_match`] for a key whose hash is `h`.
