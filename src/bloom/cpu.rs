@@ -103,21 +103,12 @@ where
     false
 }
 
-/// Whether the lanes may run: AVX2 present and not pinned off, detected once.
+/// Whether the lanes may run: AVX2 present and not pinned off (both answers are found once
+/// per process and kept by `crate::cpu` and the standard library).
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn has_avx2() -> bool {
-    use std::sync::atomic::{AtomicU8, Ordering};
-    static FOUND: AtomicU8 = AtomicU8::new(0);
-    match FOUND.load(Ordering::Relaxed) {
-        1 => false,
-        2 => true,
-        _ => {
-            let found = !crate::cpu::portable_only() && std::arch::is_x86_feature_detected!("avx2");
-            FOUND.store(1 + u8::from(found), Ordering::Relaxed);
-            found
-        }
-    }
+    !crate::cpu::portable_only() && std::arch::is_x86_feature_detected!("avx2")
 }
 
 #[cfg(target_arch = "x86_64")]

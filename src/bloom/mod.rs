@@ -127,7 +127,7 @@ impl FilterFormat for BloomPolicy {
 
 impl WriteFilter for BloomPolicy {
     /// Sets the probe bits of every key, and the last byte to `k`.
-    fn write_filter<I>(&self, keys: I, filter: &mut [u8]) -> Result<(), Error>
+    fn write_filter<I>(&self, mut keys: I, filter: &mut [u8]) -> Result<(), Error>
     where
         I: ExactSizeIterator,
         I::Item: AsRef<[u8]>,
@@ -139,7 +139,6 @@ impl WriteFilter for BloomPolicy {
         if array.is_empty() {
             return Ok(());
         }
-        let mut keys = keys;
         if cpu::set_in_lanes(&mut keys, self.probes, array) {
             return Ok(());
         }
