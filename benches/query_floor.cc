@@ -1,7 +1,7 @@
 // query_floor: where the time of one Bloom query goes, LevelDB 1.23 against leveldb-bloom and
 // against a model of the least any implementation of the format has to do, in one process.
 //
-// Sides (10 bits per key, so 6 probes; present keys, then absent keys):
+// Sides (10 bits per key, so 6 probes; present keys, absent keys, and the two mixed at random):
 //   LevelDB  KeyMayMatch of libleveldb's own policy object
 //   C API    leveldb_bloom_key_may_match
 //   model    the format's query with nothing around it: LevelDB's hash written inline, the
@@ -107,6 +107,11 @@ __attribute__((noinline)) uint32_t HashOnly(const char* key, size_t key_len) {
   return Hash(key, key_len);
 }
 
+// Which keys a row asks: all stored in their filters, none, or each one a coin toss (so that
+// nothing about the answer can be predicted).
+enum Kind { kPresent, kAbsent, kMixed };
+const char* const kKindName[] = {"present", "absent", "mixed"};
+
 enum Side { kLevelDB, kCApi, kModel, kHash, kProbes, kSides };
 const char* const kSideName[kSides] = {"LevelDB", "C API", "model", "hash", "probes"};
 
@@ -208,8 +213,8 @@ int main(int argc, char** argv) {
   const double ghz = ClockGhz();
   std::printf(
       "method: %zu keys per row (pseudo-random bytes) in filters of N keys, 10 bits per key;\n"
-      "  each key once, in random order, against the filter holding it (present) or as many\n"
-      "  other keys (absent). The fastest of %d passes per side (a floor: other work on the\n"
+      "  each key once, in random order, against the filter holding it (present), as many\n"
+      "  other keys (absent), or each query either at random (mixed). The fastest of %d passes per side (a floor: other work on the\n"
       "  machine only adds time), in rounds over all rows, sides rotated. Cycles = ns x %.2f GHz\n"
       "  (the clock, from dependent 64-bit multiplications, 3 cycles each). Checked: the model\n"
       "  and the C API answer every query as LevelDB does.\n\n",
@@ -229,7 +234,7 @@ int main(int argc, char** argv) {
   // spoils a few passes of many rows rather than all passes of one.
   struct Row {
     int key_len, kpf;
-    bool present;
+    Kind kind;
     Queries q;
     double best[2][kSides];
   };
@@ -251,9 +256,8 @@ int main(int argc, char** argv) {
         policies.stock->CreateFilter(slices.data(), kpf, &built[f]);
         if (built[f].size() >= 4096 || built[f].back() != 6) Fail("unexpected filter shape");
       }
-      for (int present = 1; present >= 0; present--) {
-        const std::vector<char>& source = present ? stored : absent;
-        rows.push_back(Row{key_len, kpf, present == 1, {}, {}});
+      for (Kind kind : {kPresent, kAbsent, kMixed}) {
+        rows.push_back(Row{key_len, kpf, kind, {}, {}});
         Queries& q = rows.back().q;
         q.key_len = key_len;
         std::vector<uint32_t> order(n);
@@ -261,6 +265,8 @@ int main(int argc, char** argv) {
         bench::Shuffle(order.data(), n, rng);
         q.keys.resize(n * key_len);
         for (size_t i = 0; i < n; i++) {
+          const bool from_stored = kind == kPresent || (kind == kMixed && (rng.Next() & 1));
+          const std::vector<char>& source = from_stored ? stored : absent;
           std::memcpy(&q.keys[i * key_len], &source[order[i] * key_len], key_len);
           const std::string& filter = built[order[i] / kpf];
           q.filters.push_back(filter.data());
@@ -272,7 +278,7 @@ int main(int argc, char** argv) {
           const auto* filter = reinterpret_cast<const uint8_t*>(q.filters[i]);
           const bool want = policies.stock->KeyMayMatch(
               leveldb::Slice(key, key_len), leveldb::Slice(q.filters[i], q.filter_lens[i]));
-          if (present && !want) Fail("LevelDB lost a present key");
+          if (kind == kPresent && !want) Fail("LevelDB lost a present key");
           if (ModelQuery(key, key_len, filter, q.filter_lens[i]) != want ||
               ModelProbes(q.hashes[i], filter, q.filter_lens[i]) != want)
             Fail("the model answers query %zu unlike LevelDB", i);
@@ -297,7 +303,7 @@ int main(int argc, char** argv) {
     }
   }
   for (const Row& row : rows) {
-    std::printf("%4d %6d  %-8s |", row.key_len, row.kpf, row.present ? "present" : "absent");
+    std::printf("%4d %6d  %-8s |", row.key_len, row.kpf, kKindName[row.kind]);
     for (int chained = 0; chained < 2; chained++) {
       for (int s = 0; s < kSides; s++)
         std::printf(" %5.1f (%3.0f)", row.best[chained][s], row.best[chained][s] * ghz);

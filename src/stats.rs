@@ -19,8 +19,10 @@ const STRIDE: usize = 16;
 /// The shard after the owned ones, shared with atomic adds by threads that own none.
 const SHARED: usize = SHARDS;
 
-// A word's place inside a shard: the owner's thread id, then the counters. A query bumps
-// exactly one of the two answer counters, so counting it is a single add.
+// A word's place inside a shard: the owner's thread id, then the counters. A query adds its
+// answer to both answer counters, 1 to one and 0 to the other: the same two words whatever
+// the answer, so counting has no branch on it and no address that waits for it
+// (docs/performance-notes.md, "Statistics").
 const OWNER: usize = 0;
 const FILTERS_BUILT: usize = 1;
 const KEYS_ADDED: usize = 2;
@@ -105,8 +107,8 @@ impl Stats {
 
     /// Counts a filter built over `keys` keys.
     pub fn record_filter(&self, keys: usize) {
-        self.counts.add(FILTERS_BUILT, 1);
-        self.counts.add(KEYS_ADDED, keys as u64);
+        self.counts
+            .add([(FILTERS_BUILT, 1), (KEYS_ADDED, keys as u64)]);
     }
 
     /// Counts a query and its answer. (A build with `--cfg leveldb_bloom_uncounted`, made
@@ -114,10 +116,10 @@ impl Stats {
     #[inline]
     pub fn record_query(&self, may_match: bool) {
         #[cfg(not(leveldb_bloom_uncounted))]
-        // A branch, not an index computed from the answer: the store then need not wait
-        // for the probes (docs/performance-notes.md).
-        self.counts
-            .add(if may_match { MAY_MATCH } else { NO_MATCH }, 1);
+        self.counts.add([
+            (NO_MATCH, u64::from(!may_match)),
+            (MAY_MATCH, u64::from(may_match)),
+        ]);
         #[cfg(leveldb_bloom_uncounted)]
         let _ = may_match;
     }
@@ -125,9 +127,10 @@ impl Stats {
     /// Counts a batch of queries by their answers.
     pub fn record_queries(&self, answers: &[bool]) {
         let may_match = answers.iter().filter(|&&a| a).count();
-        self.counts.add(MAY_MATCH, may_match as u64);
-        self.counts
-            .add(NO_MATCH, (answers.len() - may_match) as u64);
+        self.counts.add([
+            (NO_MATCH, (answers.len() - may_match) as u64),
+            (MAY_MATCH, may_match as u64),
+        ]);
     }
 
     /// The counts since creation or the last [`reset`](Self::reset).
@@ -178,15 +181,20 @@ impl std::fmt::Debug for Stats {
 }
 
 impl Counts {
+    /// Adds each `(counter, n)`.
     #[inline]
-    fn add(&self, counter: usize, n: u64) {
+    fn add<const N: usize>(&self, counts: [(usize, u64); N]) {
         let thread = thread_id();
         let shard = &self.shards.0[preferred_shard(thread) * STRIDE..][..STRIDE];
         if shard[OWNER].load(Relaxed) == thread {
             // This thread is the shard's only writer, so load-then-store loses nothing.
-            shard[counter].store(shard[counter].load(Relaxed).wrapping_add(n), Relaxed);
+            for (counter, n) in counts {
+                shard[counter].store(shard[counter].load(Relaxed).wrapping_add(n), Relaxed);
+            }
         } else {
-            self.add_elsewhere(thread, counter, n);
+            for (counter, n) in counts {
+                self.add_elsewhere(thread, counter, n);
+            }
         }
     }
 
@@ -355,6 +363,47 @@ mod tests {
         assert_eq!(stats.snapshot(), StatsSnapshot::default());
         stats.record_query(false);
         assert_eq!(stats.snapshot().no_match, 1);
+    }
+
+    /// Snapshots taken while other threads count never show more "no match" answers than
+    /// queries, and never go backwards.
+    #[test]
+    fn snapshots_during_counting_are_consistent() {
+        let stats = Stats::new();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for t in 0..2 {
+                let (stats, done) = (&stats, &done);
+                scope.spawn(move || {
+                    let mut i = 0u64;
+                    while !done.load(Relaxed) {
+                        stats.record_query((i * 0x9e37_79b9_7f4a_7c15 + t) >> 63 == 0);
+                        i += 1;
+                    }
+                });
+            }
+            // Stops the counting threads however the checks end, a failure included.
+            struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
+            impl Drop for Stop<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Relaxed);
+                }
+            }
+            let _stop = Stop(&done);
+            while stats.snapshot().queries < 100_000 {
+                std::hint::spin_loop();
+            }
+            let mut last = StatsSnapshot::default();
+            for _ in 0..20_000 {
+                let now = stats.snapshot();
+                assert!(now.no_match <= now.queries, "{now:?}");
+                assert!(
+                    now.queries >= last.queries && now.no_match >= last.no_match,
+                    "{last:?} then {now:?}"
+                );
+                last = now;
+            }
+        });
     }
 
     #[test]
