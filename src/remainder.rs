@@ -62,9 +62,23 @@ impl Remainder {
     /// the low word the bit, with no shifting or masking of the remainder.
     #[inline]
     pub(crate) fn byte_and_bit(self, h: u32) -> (usize, u32) {
-        if self.reciprocal == 0 {
-            return ((h / 8) as usize, h % 8);
+        if self.reduces() {
+            self.reduced_byte_and_bit(h)
+        } else {
+            ((h / 8) as usize, h % 8)
         }
+    }
+
+    /// Whether `h % bits` can differ from `h`: the array has fewer than 2^32 bits.
+    #[inline]
+    pub(crate) fn reduces(self) -> bool {
+        self.reciprocal != 0
+    }
+
+    /// [`byte_and_bit`](Self::byte_and_bit) where [`reduces`](Self::reduces), without
+    /// checking it, so that a probe loop asked once has no branch per probe.
+    #[inline]
+    pub(crate) fn reduced_byte_and_bit(self, h: u32) -> (usize, u32) {
         let low = self.reciprocal.wrapping_mul(u64::from(h));
         let product = u128::from(low) * u128::from(self.bytes);
         ((product >> 64) as usize, ((product as u64) >> 61) as u32)

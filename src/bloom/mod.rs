@@ -315,11 +315,12 @@ fn set_bits<const K: usize>(array: &mut [u8], remainder: Remainder, start: Probe
     }
 }
 
-/// Whether all of one key's `probes` bits are set; `K` as for [`set_bits`]. Every probe
-/// runs and the answers are combined: no branch on bits that are set at random, so
-/// nothing to mispredict for absent keys. A byte past the array (impossible: the remainder
-/// is below the bit count) would read as set, so no probe has a panic path to keep in
-/// order.
+/// Whether all of one key's `probes` bits are set; `K` as for [`set_bits`]. The probes run
+/// in two halves, each without a branch on the bits it reads; only between the halves does
+/// the query stop if a bit was clear. About half of a filter's bits are set, so most absent
+/// keys stop there and pay for half the probes. That branch goes as the answer will, like
+/// the one the C API counts answers with: where answers come in no predictable order, it
+/// adds little to that one's misses (docs/performance-notes.md).
 #[inline(always)]
 fn bits_set<const K: usize>(
     array: &[u8],
@@ -327,11 +328,37 @@ fn bits_set<const K: usize>(
     start: ProbeStart,
     probes: u8,
 ) -> bool {
-    let (mut h, delta) = (start.h, start.delta);
     let probes = if K == 0 { usize::from(probes) } else { K };
+    // Asked once, not per probe, so that the probe loops have no other branch.
+    if remainder.reduces() {
+        halves_set::<true>(array, remainder, start, probes)
+    } else {
+        halves_set::<false>(array, remainder, start, probes)
+    }
+}
+
+/// [`bits_set`] for an array that [`Remainder::reduces`] (`REDUCES`) or not. A byte past
+/// the array (impossible: the remainder is below the bit count) would read as set, so no
+/// probe has a panic path to keep in order.
+#[inline(always)]
+fn halves_set<const REDUCES: bool>(
+    array: &[u8],
+    remainder: Remainder,
+    start: ProbeStart,
+    probes: usize,
+) -> bool {
+    let (mut h, delta) = (start.h, start.delta);
+    let first = probes.div_ceil(2);
     let mut all_set = true;
-    for _ in 0..probes {
-        let (byte, bit) = remainder.byte_and_bit(h);
+    for probe in 0..probes {
+        if probe == first && !all_set {
+            return false;
+        }
+        let (byte, bit) = if REDUCES {
+            remainder.reduced_byte_and_bit(h)
+        } else {
+            remainder.byte_and_bit(h)
+        };
         all_set &= array.get(byte).is_none_or(|byte| byte >> bit & 1 != 0);
         h = h.wrapping_add(delta);
     }
