@@ -369,7 +369,7 @@ mod tests {
                 scope.spawn(move || {
                     let mut i = 0u64;
                     while !done.load(Relaxed) {
-                        stats.record_query((i * 0x9e37_79b9_7f4a_7c15 + t) >> 63 == 0);
+                        stats.record_query((i.wrapping_mul(0x9e37_79b9_7f4a_7c15) + t) >> 63 == 0);
                         i += 1;
                     }
                 });
@@ -382,7 +382,13 @@ mod tests {
                 }
             }
             let _stop = Stop(&done);
+            // The checks mean something only while the counters move.
+            let started = std::time::Instant::now();
             while stats.snapshot().queries < 100_000 {
+                assert!(
+                    started.elapsed().as_secs() < 60,
+                    "the counting threads stopped"
+                );
                 std::hint::spin_loop();
             }
             let mut last = StatsSnapshot::default();
