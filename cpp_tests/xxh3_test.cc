@@ -2,18 +2,22 @@
 // against Debian's libxxhash: compact filters built through the C API must answer exactly as
 // libxxhash's hashes and the format's rules predict.
 //
-// The Rust hash is not part of the C API, so it is observed through the filters. The format
-// (docs/compact-format.md; src/compact/, "Format rule" comments) makes a compact filter the set of the
-// fingerprints (bucket, low) of its keys' hashes h, where
-//   marker = the last byte = 32 + 8 * (L - 1) + kappa,   P = 8 * (filter length - 1),
-//   Z = floor(P * (8 + kappa) / (8 * (L + 2))),
-//   bucket = (h * Z) >> 64 (128-bit product),   low = h mod 2^L,
-// and a key may match iff its fingerprint is in the set. With h from libxxhash, the answer
-// to every query is predicted without any of our code; a key whose Rust hash differed from
-// libxxhash's would get a wrong answer whenever exactly one of the two hashes hits the set,
-// so filters with few low bits (20-40% of absent keys hit) catch a difference at any key
-// length, and single-key filters with L = 28 check pairs of keys whose libxxhash
-// fingerprints collide on 30 bits (a different hash would almost never match them).
+// The Rust hash is not part of the C API, so it is observed through the filters. The builder
+// writes version 2 of the format (docs/compact-format.md, "Version 2: ribbon filters"; the
+// "Format rule" comments in src/compact/ribbon.rs): with params the filter's second-to-last
+// byte, P = 8 * (length - 2) payload bits, r = params % 32 + 1, seed = params / 32,
+// m = P / r slots, w = min(m, 32) below 1024 slots else 57, a key with hash h has
+//   a = (h ^ seed * 0x9e3779b97f4a7c15) * 0xd6e8feb86659fd93,
+//   start = (a * (m - w + 1)) >> 64 (128-bit product),
+//   coefficients = ((a * 0xbf58476d1ce4e5b9) >> (64 - w)) | 1,
+//   result = (a * 0x94d049bb133111eb) >> (64 - r),
+// and may match iff for every column j < r the XOR of the payload bits j*m + start + i over
+// the set bits i of coefficients is bit j of result. With h from libxxhash, the answer to
+// every query is predicted without any of our code; a key whose Rust hash differed from
+// libxxhash's would get a wrong answer whenever exactly one of the two equations holds, so
+// filters with few result bits (a quarter or more of absent keys hit) catch a difference at
+// any key length, and single-key filters at 32 bits per key (29 equation bits) check pairs of
+// keys whose libxxhash equations coincide (a different hash would almost never match them).
 //
 // tests/xxh3_oracle.rs compares the full 64-bit values with libxxhash directly.
 //
@@ -45,32 +49,53 @@ uint64_t reference_hash(const std::string& key) {
   return XXH3_64bits(key.data(), key.size());
 }
 
-// The layout a compact filter's marker and length fix (format rules above).
-struct Layout {
-  bool compact = false;  // last byte >= 32 and length >= 2
-  uint32_t low_bits = 0;
-  uint32_t kappa = 0;
-  uint64_t buckets = 0;
+// What a ribbon filter's length and params byte fix (format rules above).
+struct Shape {
+  bool ribbon = false;  // last byte 31 and length >= 2
+  uint64_t r = 0, seed = 0, m = 0, w = 0;
+};
 
-  uint64_t fingerprint(uint64_t h) const {
-    const uint64_t bucket = static_cast<uint64_t>((static_cast<u128>(h) * buckets) >> 64);
-    const uint64_t low = h & ((uint64_t{1} << low_bits) - 1);
-    // (bucket, low) as one number: buckets stay far below 2^36 in these filters.
-    return bucket << low_bits | low;
+struct Equation {
+  uint64_t start = 0, coefficients = 0, result = 0;
+  bool operator==(const Equation& o) const {
+    return start == o.start && coefficients == o.coefficients && result == o.result;
   }
 };
 
-Layout layout_of(const std::string& filter) {
-  Layout l;
-  if (filter.size() < 2) return l;
-  const unsigned marker = static_cast<unsigned char>(filter.back());
-  if (marker < 32) return l;
-  l.compact = true;
-  l.low_bits = (marker - 32) / 8 + 1;
-  l.kappa = (marker - 32) % 8;
-  const u128 payload_bits = static_cast<u128>(filter.size() - 1) * 8;
-  l.buckets = static_cast<uint64_t>(payload_bits * (8 + l.kappa) / (8 * (l.low_bits + 2)));
-  return l;
+Shape shape_of(const std::string& filter) {
+  Shape s;
+  if (filter.size() < 2 || static_cast<unsigned char>(filter.back()) != 31) return s;
+  s.ribbon = true;
+  const unsigned params = static_cast<unsigned char>(filter[filter.size() - 2]);
+  s.r = params % 32 + 1;
+  s.seed = params / 32;
+  s.m = (filter.size() - 2) * 8 / s.r;
+  s.w = s.m < 1024 ? std::min<uint64_t>(s.m, 32) : 57;
+  return s;
+}
+
+Equation equation_of(const Shape& s, uint64_t h) {
+  const uint64_t a = (h ^ s.seed * 0x9e3779b97f4a7c15ull) * 0xd6e8feb86659fd93ull;
+  Equation e;
+  e.start = static_cast<uint64_t>((static_cast<u128>(a) * (s.m - s.w + 1)) >> 64);
+  e.coefficients = ((a * 0xbf58476d1ce4e5b9ull) >> (64 - s.w)) | 1;
+  e.result = (a * 0x94d049bb133111ebull) >> (64 - s.r);
+  return e;
+}
+
+// The format's answer for a key of hash `h`, bit by bit.
+bool predicted(const std::string& filter, const Shape& s, uint64_t h) {
+  if (s.m == 0) return true;
+  const Equation e = equation_of(s, h);
+  auto bit = [&](uint64_t j) { return (static_cast<unsigned char>(filter[j / 8]) >> (j % 8)) & 1; };
+  for (uint64_t j = 0; j < s.r; j++) {
+    unsigned parity = 0;
+    for (uint64_t i = 0; i < s.w; i++) {
+      if ((e.coefficients >> i) & 1) parity ^= bit(j * s.m + e.start + i);
+    }
+    if (parity != ((e.result >> j) & 1)) return false;
+  }
+  return true;
 }
 
 std::string compact_filter(const leveldb_bloom_policy* policy,
@@ -114,22 +139,17 @@ TEST(Xxh3Oracle, CompactFiltersAnswerAsLibxxhashPredicts) {
       for (auto& k : keys) k = key_of_length(rng, rng() % (kMaxLen + 1));
       const std::string filter = compact_filter(policy, keys);
       ASSERT_FALSE(filter.empty());
-      const Layout l = layout_of(filter);
+      const Shape shape = shape_of(filter);
       filters++;
-      if (!l.compact) {
-        // No fingerprint fitted: the format leaves the filter all zero ("may match").
-        EXPECT_EQ(filter, std::string(filter.size(), '\0')) << "bpk " << bpk << ", " << n;
-        unfiltered++;
-        continue;
-      }
-      std::unordered_set<uint64_t> set;
-      for (const auto& k : keys) set.insert(l.fingerprint(reference_hash(k)));
+      // From 3 bits per key on the builder always solves a ribbon filter.
+      ASSERT_TRUE(shape.ribbon) << "bpk " << bpk << ", " << n << " keys";
+      if (shape.m == 0) unfiltered++;
 
       std::vector<std::string> probes = keys;
       for (size_t len = 0; len <= kMaxLen; len++) probes.push_back(key_of_length(rng, len));
       for (size_t i = 0; i < probes.size(); i++) {
         const std::string& q = probes[i];
-        const bool want = set.count(l.fingerprint(reference_hash(q))) != 0;
+        const bool want = predicted(filter, shape, reference_hash(q));
         const bool got = leveldb_bloom_key_may_match(
             policy, q.data(), q.size(), reinterpret_cast<const uint8_t*>(filter.data()),
             filter.size());
@@ -139,8 +159,8 @@ TEST(Xxh3Oracle, CompactFiltersAnswerAsLibxxhashPredicts) {
           (want ? per_length_hits : per_length_misses)[q.size()]++;
         }
         if (got != want && ++wrong <= 10) {
-          ADD_FAILURE() << "bpk " << bpk << ", " << n << " keys, L " << l.low_bits << ", Z "
-                        << l.buckets << ": key " << harness::to_hex(q.substr(0, 64)) << " ("
+          ADD_FAILURE() << "bpk " << bpk << ", " << n << " keys, r " << shape.r << ", m "
+                        << shape.m << ": key " << harness::to_hex(q.substr(0, 64)) << " ("
                         << q.size() << " bytes, libxxhash " << std::hex << reference_hash(q)
                         << std::dec << "): predicted " << want << ", answered " << got;
         }
@@ -153,7 +173,7 @@ TEST(Xxh3Oracle, CompactFiltersAnswerAsLibxxhashPredicts) {
     min_hits = std::min(min_hits, per_length_hits[len]);
     min_misses = std::min(min_misses, per_length_misses[len]);
   }
-  std::printf("xxh3_test: %llu compact filters (%llu unfiltered), %llu queries, %llu probes"
+  std::printf("xxh3_test: %llu compact filters (%llu without slots), %llu queries, %llu probes"
               " predicted to hit by libxxhash; per key length 0..300 at least %llu predicted"
               " hits and %llu misses; %llu wrong answers\n",
               static_cast<unsigned long long>(filters),
@@ -171,21 +191,26 @@ TEST(Xxh3Oracle, CompactFiltersAnswerAsLibxxhashPredicts) {
   EXPECT_GE(min_misses, least);
 }
 
-// Pairs of keys whose libxxhash fingerprints collide under the 1-key layout (L = 28 low
-// bits and a few buckets, about 30 bits): the filter of one must match the other. With a
-// hash other than XXH3 the two would collide with probability about 2^-30.
-TEST(Xxh3Oracle, CollidingFingerprintsMatch) {
+// Pairs of keys whose libxxhash equations coincide under the 1-key shape (32 bits per key:
+// r = 28 result bits and one free coefficient bit, 29 bits): the filter of one must match the
+// other. With a hash other than XXH3 the second would match with probability about 2^-28.
+TEST(Xxh3Oracle, CoincidingEquationsMatch) {
   std::mt19937_64 rng(harness::seed() ^ 0xC011151011ull);
   leveldb_bloom_policy* policy = leveldb_bloom_policy_create_compact(32.0);
   ASSERT_NE(policy, nullptr);
-  // The layout of a 1-key filter, from one such filter (the candidates' own filters are
-  // checked to have it too).
-  const Layout l = layout_of(compact_filter(policy, {"probe"}));
-  ASSERT_TRUE(l.compact);
-  std::printf("xxh3_test: 1-key filters: L %u, Z %llu\n", l.low_bits,
-              static_cast<unsigned long long>(l.buckets));
+  // The shape of a 1-key filter, from one such filter (the candidates' own filters are
+  // checked to have it too, and the seed does not matter: one key never fails).
+  const Shape shape = shape_of(compact_filter(policy, {"probe"}));
+  ASSERT_TRUE(shape.ribbon);
+  std::printf("xxh3_test: 1-key filters: r %llu, m %llu, w %llu\n",
+              static_cast<unsigned long long>(shape.r), static_cast<unsigned long long>(shape.m),
+              static_cast<unsigned long long>(shape.w));
+  auto fingerprint = [&](uint64_t h) {
+    const Equation e = equation_of(shape, h);
+    return e.start << 60 ^ e.coefficients << 32 ^ e.result;
+  };
 
-  // 2^19 keys of 1..40 random bytes; about (2^19)^2 / 2 / (Z * 2^L) colliding pairs.
+  // 2^19 keys of 1..40 random bytes; about (2^19)^2 / 2 / 2^29 coinciding pairs.
   constexpr size_t kCandidates = size_t{1} << 19;
   std::unordered_map<uint64_t, std::string> seen;
   seen.reserve(kCandidates);
@@ -193,46 +218,45 @@ TEST(Xxh3Oracle, CollidingFingerprintsMatch) {
   for (size_t i = 0; i < kCandidates; i++) {
     std::string k = key_of_length(rng, 1 + rng() % 40);
     const uint64_t h = reference_hash(k);
-    auto it = seen.find(l.fingerprint(h));
+    auto it = seen.find(fingerprint(h));
     if (it == seen.end()) {
-      seen.emplace(l.fingerprint(h), std::move(k));
+      seen.emplace(fingerprint(h), std::move(k));
     } else if (it->second != k && reference_hash(it->second) != h) {
       pairs.emplace_back(it->second, k);
     }
   }
-  uint64_t matched = 0, controls = 0, control_rejected = 0;
+  uint64_t matched = 0, controls = 0, control_agreed = 0;
   for (const auto& p : pairs) {
     const std::string filter = compact_filter(policy, {p.first});
-    ASSERT_EQ(layout_of(filter).buckets, l.buckets);
-    ASSERT_EQ(layout_of(filter).low_bits, l.low_bits);
+    const Shape own = shape_of(filter);
+    ASSERT_TRUE(own.ribbon && own.r == shape.r && own.m == shape.m);
     const bool got = leveldb_bloom_key_may_match(
         policy, p.second.data(), p.second.size(), reinterpret_cast<const uint8_t*>(filter.data()),
         filter.size());
     matched += got;
     EXPECT_TRUE(got) << "keys " << harness::to_hex(p.first) << " and "
-                     << harness::to_hex(p.second) << " share a libxxhash fingerprint ("
+                     << harness::to_hex(p.second) << " share a libxxhash equation ("
                      << std::hex << reference_hash(p.first) << ", " << reference_hash(p.second)
                      << ") but the filter of the first does not match the second";
-    // Control: the same key with its last byte changed almost never collides, so a filter
-    // that matched everything would show here.
+    // Control: the same key with its last byte changed is answered as predicted (almost
+    // always "no"), so a filter that matched everything would show here.
     std::string other = p.second;
     other.back() = static_cast<char>(other.back() ^ 1);
-    if (l.fingerprint(reference_hash(other)) != l.fingerprint(reference_hash(p.first))) {
-      controls++;
-      control_rejected += !leveldb_bloom_key_may_match(
-          policy, other.data(), other.size(), reinterpret_cast<const uint8_t*>(filter.data()),
-          filter.size());
-    }
+    const bool want = predicted(filter, own, reference_hash(other));
+    controls++;
+    control_agreed += want == leveldb_bloom_key_may_match(
+        policy, other.data(), other.size(), reinterpret_cast<const uint8_t*>(filter.data()),
+        filter.size());
   }
   leveldb_bloom_policy_destroy(policy);
-  std::printf("xxh3_test: %zu pairs with colliding libxxhash fingerprints among %zu keys:"
-              " %llu matched; %llu of %llu controls rejected\n",
+  std::printf("xxh3_test: %zu pairs with coinciding libxxhash equations among %zu keys:"
+              " %llu matched; %llu of %llu controls answered as predicted\n",
               pairs.size(), kCandidates, static_cast<unsigned long long>(matched),
-              static_cast<unsigned long long>(control_rejected),
+              static_cast<unsigned long long>(control_agreed),
               static_cast<unsigned long long>(controls));
   EXPECT_GE(pairs.size(), 20u);
   EXPECT_EQ(matched, pairs.size());
-  EXPECT_EQ(control_rejected, controls);
+  EXPECT_EQ(control_agreed, controls);
 }
 
 }  // namespace

@@ -387,7 +387,7 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
             ),
             (
                 "  ... a compact marker exactly when the policy is compact",
-                Bool(buf[len - 1] >= compact::MARKER_MIN),
+                Bool(compact::is_compact(&buf[..len])),
                 Bool(kind.name() == "compact"),
             ),
             (

@@ -1,6 +1,6 @@
 //! Properties of the compact filter format (`src/compact/`, `docs/compact-format.md`) that
 //! hold for any keys and any bits per key: its length is LevelDB's Bloom filter length, it
-//! ends in a marker byte of 32 or more unless no fingerprint fits (then it is all zero, which
+//! ends in a marker byte of 31 or more unless no fingerprint fits (then it is all zero, which
 //! every reader answers "may match"), it depends only on the set of keys, and any bytes read
 //! as a filter are answered without a panic, exactly as LevelDB answers when they are not a
 //! compact filter. (No false negatives: `tests/no_false_negatives.rs`.)
@@ -107,22 +107,27 @@ proptest! {
         prop_assert_eq!(compact.filter_len(n).unwrap(), bloom_len(bpk, n));
     }
 
-    /// The last byte is a compact marker (>= 32) whenever a fingerprint fits, always from 3
-    /// bits per key on; else the whole filter is zero (LevelDB's "may match" for k = 0).
+    /// The last byte is a compact marker (31 for a ribbon filter, >= 32 for version 1)
+    /// whenever a fingerprint fits, always from 3 bits per key on; else the whole filter is
+    /// zero (LevelDB's "may match" for k = 0).
     #[test]
     fn marker_or_all_zero(bpk in bits_per_key(), keys in keys_with_duplicates()) {
         let policy = CompactPolicy::new(bpk).unwrap();
         let filter = filter_of(&policy, &keys);
         let last = *filter.last().unwrap();
+        let marked = last >= compact::RIBBON_MARKER;
         prop_assert!(
-            last >= compact::MARKER_MIN || filter.iter().all(|&b| b == 0),
+            marked || filter.iter().all(|&b| b == 0),
             "last byte {} but not all zero", last
         );
-        prop_assert_eq!(compact::is_compact(&filter), last >= compact::MARKER_MIN);
+        prop_assert_eq!(compact::is_compact(&filter), marked);
         if bpk >= 3.0 || keys.is_empty() {
-            prop_assert!(last >= compact::MARKER_MIN, "no fingerprint at {} bits per key", bpk);
+            prop_assert!(marked, "no fingerprint at {} bits per key", bpk);
         }
-        if last < compact::MARKER_MIN {
+        if bpk >= 1.5 {
+            prop_assert_eq!(last, compact::RIBBON_MARKER, "a ribbon filter at {} bits per key", bpk);
+        }
+        if !marked {
             // Not compact: every reader, LevelDB's included, answers "may match".
             for key in &keys {
                 prop_assert!(leveldb_bloom::key_may_match(key, &filter));
@@ -168,7 +173,7 @@ proptest! {
     }
 
     /// Arbitrary bytes as a filter: no panic (this test runs with overflow checks), every
-    /// query path agrees, and a filter that is not compact (last byte < 32, or under 2
+    /// query path agrees, and a filter that is not compact (last byte < 31, or under 2
     /// bytes) is answered exactly as LevelDB answers.
     #[test]
     fn arbitrary_filters_answer_as_leveldb_unless_compact(
@@ -183,7 +188,7 @@ proptest! {
         for key in &keys {
             let answer = compact_answer(key, &filter)?;
             if !compact::is_compact(&filter) {
-                prop_assert!(filter.len() < 2 || filter[filter.len() - 1] < 32);
+                prop_assert!(filter.len() < 2 || filter[filter.len() - 1] < 31);
                 prop_assert_eq!(answer, leveldb_bloom::key_may_match(key, &filter));
             }
         }

@@ -2,7 +2,7 @@ package leveldbbloom
 
 // The opt-in compact format: NewCompactPolicy, NewPolicyForFPRate, Format. Compact filters
 // are as long as LevelDB's Bloom filters at the same bits per key, have far fewer false
-// positives, and end in a byte of 32 or more (all zero when too few bits per key leave no
+// positives, and end in a byte of 31 or more (all zero when too few bits per key leave no
 // room for a fingerprint), which LevelDB's Bloom readers answer "may match". A compact
 // policy answers LevelDB's own Bloom filters exactly as LevelDB does.
 
@@ -16,7 +16,7 @@ import (
 )
 
 // markerMin is the least last byte of a compact filter.
-const markerMin = 32
+const markerMin = 31
 
 func mustCompact(t *testing.T, bpk float64) *Policy {
 	t.Helper()
@@ -318,7 +318,7 @@ func TestCompactPolicyAnswersLevelDBVectors(t *testing.T) {
 		})
 	}
 	// Malformed filters too, except those a compact policy reads as compact (2 or more
-	// bytes ending in 32 or more), which LevelDB answers "may match" without looking.
+	// bytes ending in 31 or more), which LevelDB answers "may match" without looking.
 	compared := 0
 	for i, m := range v.Malformed {
 		f := unhex(t, m.Filter)
@@ -441,7 +441,7 @@ func ExampleNewCompactPolicy() {
 	}
 	defer p.Close()
 	filter, _ := p.CreateFilter([][]byte{[]byte("hello"), []byte("world")})
-	fmt.Println(p.Format(), p.BitsPerKey(), len(filter), filter[len(filter)-1] >= 32)
+	fmt.Println(p.Format(), p.BitsPerKey(), len(filter), filter[len(filter)-1] >= 31)
 	fmt.Println(p.MayMatch([]byte("hello"), filter), p.MayMatch([]byte("world"), filter))
 	// Output:
 	// compact 10 9 true

@@ -405,7 +405,7 @@ func (p *Policy) CreateFilter(keys [][]byte) ([]byte, error) {
 // any bits per key), answered exactly as LevelDB answers, malformed filters included.
 // false means certainly absent. A closed policy answers true, as the C API does for a
 // NULL policy: a wrong "no" would hide data. A compact policy reads a filter of 2 or more
-// bytes ending in a byte of 32 or more as a compact filter (which LevelDB, and a Bloom
+// bytes ending in a byte of 31 or more as a compact filter (which LevelDB, and a Bloom
 // policy, answer "may match").
 func (p *Policy) MayMatch(key, filter []byte) bool {
 	c := p.acquire()

@@ -236,12 +236,12 @@ inline std::unique_ptr<const leveldb::FilterPolicy> dropin_policy(int bits_per_k
 }
 
 // Whether `policy` builds compact filters: a Bloom filter ends in its probe count (1..30),
-// a compact one in its marker (32..255). Builds one filter of two keys to see.
+// a compact one in its marker (31..255). Builds one filter of two keys to see.
 inline bool builds_compact_filters(const leveldb::FilterPolicy* policy) {
   const leveldb::Slice keys[2] = {"a", "b"};
   std::string filter;
   policy->CreateFilter(keys, 2, &filter);
-  return !filter.empty() && static_cast<unsigned char>(filter.back()) >= 32;
+  return !filter.empty() && static_cast<unsigned char>(filter.back()) >= 31;
 }
 
 // The shared object that defines the code or data at `addr` ("?" when none: the executable

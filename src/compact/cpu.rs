@@ -14,12 +14,18 @@
 //! `pdep` takes 3 cycles on Intel processors since Haswell and AMD ones since Zen 3, but is
 //! microcoded on AMD's Zen 1 and 2 (and Hygon's Dhyana), where it takes up to hundreds of
 //! cycles: there the query stays at `Popcnt`.
+//!
+//! Ribbon filters (the format's second version) are built and queried with a parity per
+//! column and slot: at `Popcnt` and `Pdep` both are compiled with popcount (the query at
+//! `Pdep` also with BMI2's shifts).
 
 #![allow(unsafe_code)] // target-feature versions of the query, chosen at run time
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use super::layout::key_hash;
 use super::query::{self, Broadword};
+use super::ribbon;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Level {
@@ -33,8 +39,8 @@ enum Level {
 /// The level found by the first query (0: not yet).
 static LEVEL: AtomicU8 = AtomicU8::new(0);
 
-/// Whether `key` may be in the compact `filter` (2+ bytes, marker >= 32), by the fastest
-/// version of the query this processor runs.
+/// Whether `key` may be in the compact `filter` of the first version (2+ bytes, marker
+/// >= 32), by the fastest version of the query this processor runs.
 #[inline(always)]
 pub(super) fn may_match(key: &[u8], filter: &[u8]) -> bool {
     match level() {
@@ -49,7 +55,61 @@ pub(super) fn may_match(key: &[u8], filter: &[u8]) -> bool {
     }
 }
 
-/// The level, detected by the first query. (Each version is a function of its own, so
+/// Whether `key` may be in the ribbon `filter` (2+ bytes, marker 31), compiled for the
+/// popcount instruction where the processor has it.
+#[inline(always)]
+pub(super) fn ribbon_may_match(key: &[u8], filter: &[u8]) -> bool {
+    match level() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `level` returns `Pdep` only when the processor has BMI2 and popcnt.
+        Level::Pdep => unsafe { ribbon_may_match_bmi2(key, filter) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: likewise for `Popcnt` and popcnt.
+        Level::Popcnt => unsafe { ribbon_may_match_popcnt(key, filter) },
+        Level::Portable => ribbon_may_match_portable(key, filter),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt,bmi1,bmi2")]
+fn ribbon_may_match_bmi2(key: &[u8], filter: &[u8]) -> bool {
+    ribbon::may_match(key_hash(key), filter)
+}
+
+#[inline(never)]
+fn ribbon_may_match_portable(key: &[u8], filter: &[u8]) -> bool {
+    ribbon::may_match(key_hash(key), filter)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn ribbon_may_match_popcnt(key: &[u8], filter: &[u8]) -> bool {
+    ribbon::may_match(key_hash(key), filter)
+}
+
+/// Writes a ribbon filter (`ribbon::build`), compiled for the popcount instruction where
+/// the processor has it: the back-substitution is a parity per column and slot.
+pub(super) fn build_ribbon(hashes: &[u64], filter: &mut [u8]) -> bool {
+    match level() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `level` returns these only when the processor has popcnt.
+        Level::Pdep | Level::Popcnt => unsafe { build_ribbon_popcnt(hashes, filter) },
+        Level::Portable => build_ribbon_portable(hashes, filter),
+    }
+}
+
+#[inline(never)]
+fn build_ribbon_portable(hashes: &[u64], filter: &mut [u8]) -> bool {
+    ribbon::build(hashes, filter)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn build_ribbon_popcnt(hashes: &[u64], filter: &mut [u8]) -> bool {
+    ribbon::build(hashes, filter)
+}
+
+/// The level, detected by the first call. (Each version is a function of its own, so
 /// that this dispatch inlines into the caller without the versions' stack frames.)
 #[inline(always)]
 fn level() -> Level {
@@ -201,6 +261,69 @@ mod tests {
         assert!(compared > 100_000);
     }
 
+    /// Every compiled version of the ribbon build writes the same bytes, and every version of
+    /// the ribbon query answers alike, on built filters and with bits flipped.
+    #[test]
+    fn every_ribbon_version_builds_and_answers_alike() {
+        let mut builds: Vec<Build> = vec![build_ribbon_portable];
+        let mut queries: Vec<Query> = vec![ribbon_may_match_portable];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("popcnt") {
+                // SAFETY: the processor has popcnt.
+                builds.push(|hashes, filter| unsafe { build_ribbon_popcnt(hashes, filter) });
+                // SAFETY: likewise.
+                queries.push(|key, filter| unsafe { ribbon_may_match_popcnt(key, filter) });
+            }
+            use std::arch::is_x86_feature_detected as has;
+            if has!("popcnt") && has!("bmi1") && has!("bmi2") {
+                // SAFETY: the processor has popcnt, BMI1 and BMI2.
+                queries.push(|key, filter| unsafe { ribbon_may_match_bmi2(key, filter) });
+            }
+        }
+        let mut state = 0x71b6_u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state.rotate_right(11)
+        };
+        let mut compared = 0;
+        for n in (0..40).chain([64, 100, 129, 500, 1000, 1100, 3000]) {
+            for bits_per_key in [1.5, 3.0, 6.0, 10.0, 16.0, 25.0] {
+                let hashes: Vec<u64> = (0..n).map(|_| next()).collect();
+                let len = CompactPolicy::new(bits_per_key)
+                    .unwrap()
+                    .filter_len(n)
+                    .unwrap();
+                let filters: Vec<Vec<u8>> = builds
+                    .iter()
+                    .map(|build| {
+                        let mut filter = vec![0u8; len];
+                        assert!(build(&hashes, &mut filter), "n {n}, bpk {bits_per_key}");
+                        filter
+                    })
+                    .collect();
+                assert!(filters.iter().all(|f| f == &filters[0]));
+                let mut filter = filters[0].clone();
+                for flips in 0..3 {
+                    for _ in 0..flips {
+                        let at = (next() % (filter.len() as u64 - 1)) as usize;
+                        filter[at] ^= 1 << (next() % 8);
+                    }
+                    for probe in (0..60).map(|_| next().to_le_bytes()) {
+                        let answers: Vec<bool> =
+                            queries.iter().map(|q| q(&probe, &filter)).collect();
+                        assert!(answers.iter().all(|&a| a == answers[0]), "n {n}");
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        assert!(compared > 10_000);
+    }
+
+    type Build = fn(&[u64], &mut [u8]) -> bool;
     type Query = fn(&[u8], &[u8]) -> bool;
 
     /// The versions of the query this processor can run.

@@ -1,8 +1,11 @@
-//! The compact filter format (opt-in): a set of hash fingerprints, Elias-Fano coded, with one
-//! bit saved per bucket that holds two or more of them. `docs/compact-format.md` is the
-//! specification and the measurements behind the design; this module implements it.
+//! The compact filter format (opt-in), in two versions: a ribbon filter (`ribbon`, the one
+//! written, answered in constant time whatever the filter's size), and the first version, a
+//! set of hash fingerprints, Elias-Fano coded, with one bit saved per bucket that holds two
+//! or more of them (still read exactly as before; written only where no ribbon filter can be
+//! solved). `docs/compact-format.md` is the specification and the measurements behind the
+//! design; this module implements it.
 //!
-//! A compact filter ends in a marker byte in `32..=255`, which every stock LevelDB reader
+//! A compact filter ends in a marker byte in `31..=255`, which every stock LevelDB reader
 //! answers with "may match": a table written with compact filters stays correct (only
 //! unfiltered) under LevelDB's own Bloom policy. [`CompactPolicy`] reads both formats:
 //! filters ending in `1..=30` (LevelDB's Bloom filters) are answered bit-identically to
@@ -12,12 +15,14 @@ mod build;
 mod cpu;
 mod layout;
 mod query;
+mod ribbon;
 
 use crate::bloom;
 use crate::error::Error;
 use crate::filter::{FilterFormat, sealed::WriteFilter};
 use layout::Layout;
 pub use layout::{MARKER_MIN, MAX_LOW_BITS, key_hash};
+pub use ribbon::RIBBON_MARKER;
 
 /// The largest bits per key a compact policy accepts: beyond it the 28 low bits are the
 /// limit, and the rest of the memory would be padding.
@@ -37,7 +42,7 @@ const MIN_PAYLOAD_BITS: f64 = 64.0;
 /// let mut filter = Vec::new();
 /// policy.create_filter(["hello", "world"], &mut filter)?;
 /// assert!(policy.key_may_match(b"hello", &filter));
-/// assert!(filter.last().is_some_and(|&marker| marker >= 32)); // stock LevelDB: "may match"
+/// assert_eq!(filter.last(), Some(&31)); // a ribbon filter; stock LevelDB: "may match"
 /// # Ok::<(), leveldb_bloom::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -119,6 +124,9 @@ impl WriteFilter for CompactPolicy {
             heap.extend(keys.map(|key| key_hash(key.as_ref())));
             &mut heap[..]
         };
+        if cpu::build_ribbon(hashes, filter) {
+            return Ok(());
+        }
         build::sort_hashes(hashes)?;
         let hashes = build::dedup(hashes);
         let Some((marker, payload)) = filter.split_last_mut() else {
@@ -165,13 +173,14 @@ impl FilterFormat for CompactPolicy {
 pub const OVERHEAD_BITS: f64 = 1.75;
 
 /// Whether `key` may be in `filter`, read as [`CompactPolicy`] reads it: a filter of 2 or
-/// more bytes ending in `32..=255` is compact; any other is answered as LevelDB answers it.
+/// more bytes ending in `31` is a ribbon filter (the format's second version), one ending in
+/// `32..=255` is of the first version; any other is answered as LevelDB answers it.
 #[inline]
 pub fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
-    if is_compact(filter) {
-        cpu::may_match(key, filter)
-    } else {
-        bloom::key_may_match(key, filter)
+    match version(filter) {
+        Some(Version::Ribbon) => cpu::ribbon_may_match(key, filter),
+        Some(Version::EliasFano) => cpu::may_match(key, filter),
+        None => bloom::key_may_match(key, filter),
     }
 }
 
@@ -182,21 +191,29 @@ pub fn keys_may_match<'k>(
     filter: &[u8],
     results: &mut [bool],
 ) {
-    if is_compact(filter) {
-        for (result, key) in results.iter_mut().zip(keys) {
-            *result = cpu::may_match(key, filter);
+    match version(filter) {
+        Some(Version::Ribbon) => {
+            for (result, key) in results.iter_mut().zip(keys) {
+                *result = cpu::ribbon_may_match(key, filter);
+            }
         }
-    } else {
-        bloom::keys_may_match(keys, filter, results);
+        Some(Version::EliasFano) => {
+            for (result, key) in results.iter_mut().zip(keys) {
+                *result = cpu::may_match(key, filter);
+            }
+        }
+        None => bloom::keys_may_match(keys, filter, results),
     }
 }
 
 /// The false-positive rate a compact `filter` holding `keys` distinct keys has on absent
-/// keys: `keys / (Z * 2^L)` (`docs/compact-format.md`), `None` if it is not a compact filter
-/// or holds no bucket.
+/// keys (`docs/compact-format.md`): `2^-r` for a ribbon filter whatever `keys`,
+/// `keys / (Z * 2^L)` for one of the first version; `None` if it is not a compact filter or
+/// has no slot or bucket.
 pub fn expected_false_positive_rate(filter: &[u8], keys: usize) -> Option<f64> {
-    if !is_compact(filter) {
-        return None;
+    match version(filter)? {
+        Version::Ribbon => return ribbon::expected_false_positive_rate(filter),
+        Version::EliasFano => {}
     }
     let (&marker, payload) = filter.split_last()?;
     let layout = Layout::from_marker(marker, payload.len() as u64 * 8);
@@ -204,9 +221,30 @@ pub fn expected_false_positive_rate(filter: &[u8], keys: usize) -> Option<f64> {
         .then(|| (keys as f64 / (layout.buckets as f64 * (layout.low_bits as f64).exp2())).min(1.0))
 }
 
-/// Whether `filter` is in the compact format (which LevelDB answers with "may match").
+/// Whether `filter` is in the compact format, either version (which LevelDB answers with
+/// "may match").
 pub fn is_compact(filter: &[u8]) -> bool {
-    filter.len() >= 2 && filter[filter.len() - 1] >= MARKER_MIN
+    version(filter).is_some()
+}
+
+/// The two versions of the compact format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Version {
+    /// Markers `32..=255`: fingerprints, Elias-Fano coded (no longer written unless a ribbon
+    /// filter cannot be solved).
+    EliasFano,
+    /// Marker `31`: a ribbon filter.
+    Ribbon,
+}
+
+/// Format rule: a filter of 2 or more bytes is compact when its last byte is 31 or more.
+#[inline(always)]
+fn version(filter: &[u8]) -> Option<Version> {
+    match filter {
+        [_, .., RIBBON_MARKER] => Some(Version::Ribbon),
+        [_, .., marker] if *marker >= MARKER_MIN => Some(Version::EliasFano),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -53,8 +53,8 @@ const SELECT_IN_BYTE: [[u8; 8]; 256] = {
     table
 };
 
-/// Whether `key` may be in the compact `filter` (2+ bytes, marker >= 32). A filter whose
-/// structure is broken answers "may match".
+/// Whether `key` may be in the compact `filter` of the first version (2+ bytes, marker
+/// >= 32). A filter whose structure is broken answers "may match".
 #[inline(always)]
 pub(super) fn may_match<S: Select>(key: &[u8], filter: &[u8]) -> bool {
     let hash = key_hash(key);

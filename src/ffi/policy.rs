@@ -80,7 +80,8 @@ pub enum leveldb_bloom_format {
 
 /// Creates a compact-format policy (opt-in). Its filters are as long as LevelDB's Bloom
 /// filters at the same bits per key, with far fewer false positives (README, "Compact
-/// filters"); their last byte (32 to 255) makes stock LevelDB, and Bloom policies of this
+/// filters"); their last byte (31, or 32 to 255 for the format's first version) makes stock
+/// LevelDB, and Bloom policies of this
 /// library, answer "may match", so a database written with it stays readable everywhere.
 /// (Below about 3 bits per key no fingerprint fits and the filter is all zero, which every
 /// reader, LevelDB included, also answers "may match".)

@@ -473,7 +473,7 @@ class FilterPolicy(_Owned):
 
     def create_filter(self, keys: Iterable[BytesLike]) -> bytes:
         """The filter for ``keys``: byte-identical to LevelDB's ``CreateFilter`` for a Bloom
-        policy, a compact filter (last byte 32 or more) for a compact one."""
+        policy, a compact filter (last byte 31 or more) for a compact one."""
         arrays = _KeyArrays(_as_key_list(keys))
         out_len = ctypes.c_size_t(0)
         ptr = self._acquire()
@@ -572,7 +572,8 @@ class CompactPolicy(FilterPolicy):
     """The opt-in compact filter policy (``Format.COMPACT``).
 
     ``CompactPolicy(bits_per_key)``: filters as long as LevelDB's Bloom filters at the same
-    bits per key, with about a third of the false positives. Their last byte (32 to 255)
+    bits per key, with about a third of the false positives. Their last byte (31, or 32 to 255
+    for filters of the format's first version)
     makes stock LevelDB answer "may match", so tables written with them stay readable
     everywhere; the policy keeps LevelDB's name and answers LevelDB's Bloom filters as
     LevelDB does.

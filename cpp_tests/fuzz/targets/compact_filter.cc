@@ -10,7 +10,7 @@
 // length: for whole bits per key, the length of LevelDB's own CreateFilter output); the size
 // query and a one-byte-short buffer answer BUFFER_TOO_SMALL with that length and write
 // nothing; leveldb_bloom_create_filter, _create_filter_slices and _cb_create_filter write the
-// same bytes and nothing past them; the filter ends in a marker byte >= 32 (always from 3 bits
+// same bytes and nothing past them; the filter ends in a marker byte >= 31 (always from 3 bits
 // per key) or is all zero; every key may match through the single, batch and callback
 // queries of the compact policy (no false negatives); stock LevelDB's
 // NewBloomFilterPolicy(10)->KeyMayMatch answers "may match" for every key and every other
@@ -23,7 +23,7 @@
 // Checks on arbitrary bytes as a filter (exactly sized on the heap or at an odd address), and
 // on the built filter with arbitrary bytes XORed in: no crash (the Rust library is built with
 // overflow checks and panic=abort), every query path agrees, and a filter that is not compact
-// (shorter than 2 bytes, or last byte < 32) is answered exactly as LevelDB's KeyMayMatch.
+// (shorter than 2 bytes, or last byte < 31) is answered exactly as LevelDB's KeyMayMatch.
 //
 // Input:  u8 flags | u16 param (LE) | varint synthetic_keys | varint filter_len, filter bytes |
 //         (varint key_len, key bytes)*
@@ -59,7 +59,7 @@ size_t expected_len(size_t n, double bpk) {
 }
 
 bool is_compact(const std::string& f) {
-  return f.size() >= 2 && static_cast<uint8_t>(f.back()) >= 32;
+  return f.size() >= 2 && static_cast<uint8_t>(f.back()) >= 31;
 }
 
 // A LevelDB filter policy whose filters are the compact policy's, through the C API, as the
@@ -290,7 +290,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // ---- The marker.
   const uint8_t last = static_cast<uint8_t>(filter.back());
-  if (last < 32) {
+  if (last < 31) {
     for (char c : filter) {
       FUZZ_CHECK(c == 0, "last byte %d but not all zero: %s", last, fuzz::hex(filter).c_str());
     }
