@@ -173,23 +173,33 @@ fn windows_match(hash: u64, bytes: &[u8], payload_len: usize, params: u8) -> boo
     for_each_r!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16) == equation.result
 }
 
-/// The parities of the key's `columns` windows, column `j`'s in bit `j`. Each window is
-/// read from the 8 bytes at its first byte, or from the last 8 of `bytes` where those
-/// would run past them: a window ends inside the payload, so those hold it too (`w <= 57`).
+/// The parities of the key's `columns` windows, column `j`'s in bit `j`. A window is read
+/// from the 8 bytes at its first byte, or, where those would run past `bytes`, from the last
+/// 8 of `bytes`, which hold it too (it ends inside the payload and `w <= 57`). Only the last
+/// column's window can lie that close to the end in filters with `m + w >= 48`: it is read
+/// without a branch, the others with one that always goes the same way for a filter.
 #[inline(always)]
 fn parities(bytes: &[u8], shape: &Shape, equation: &Equation, columns: u32) -> u32 {
     let last_read = bytes.len() - 8;
-    let mut found = 0u32;
-    // From the last column to the first, so that column `j`'s parity ends in bit `j`.
-    let mut bit = equation.start + u64::from(columns - 1) * shape.slots;
-    for _ in 0..columns {
+    let near_end = |bit: u64| {
         let byte = ((bit / 8) as usize).min(last_read);
         let word = u64::from_le_bytes(bytes[byte..byte + 8].try_into().expect("8 bytes"));
-        let window = word >> (bit - 8 * byte as u64);
-        found = found << 1 | ((window & equation.coefficients).count_ones() & 1);
-        bit = bit.wrapping_sub(shape.slots);
+        word >> (bit - 8 * byte as u64)
+    };
+    let parity = |window: u64| (window & equation.coefficients).count_ones() & 1;
+    let mut bit = equation.start;
+    let mut found = 0u32;
+    // Each parity ORed in at its own bit: terms the compiler can combine as a tree.
+    for column in 0..columns - 1 {
+        let byte = (bit / 8) as usize;
+        let window = match bytes.get(byte..byte + 8) {
+            Some(word) => u64::from_le_bytes(word.try_into().expect("8 bytes")) >> (bit % 8),
+            None => near_end(bit),
+        };
+        found |= parity(window) << column;
+        bit += shape.slots;
     }
-    found
+    found | parity(near_end(bit)) << (columns - 1)
 }
 
 /// `2^-r`, the false-positive rate of a ribbon `filter`; `None` if it has no slot.
