@@ -115,8 +115,8 @@ typedef enum {
    */
   LEVELDB_BLOOM_FORMAT_BLOOM = 0,
   /**
-   * The compact format (`docs/compact-format.md`): about a third of the Bloom filter's
-   * false positives in the same memory. Stock LevelDB answers these filters "may match".
+   * The compact format (`docs/compact-format.md`): a fifth to a third of the Bloom
+   * filter's false positives in the same memory. Stock LevelDB answers these filters "may match".
    */
   LEVELDB_BLOOM_FORMAT_COMPACT = 1,
 } leveldb_bloom_format;
@@ -191,10 +191,9 @@ leveldb_bloom_policy *leveldb_bloom_policy_create(int bits_per_key);
  * Creates a compact-format policy (opt-in). Its filters are as long as LevelDB's Bloom
  * filters at the same bits per key, with far fewer false positives (README, "Compact
  * filters"); their last byte (31, or 32 to 255 for the format's first version) makes stock
- * LevelDB, and Bloom policies of this
- * library, answer "may match", so a database written with it stays readable everywhere.
- * (Below about 3 bits per key no fingerprint fits and the filter is all zero, which every
- * reader, LevelDB included, also answers "may match".)
+ * LevelDB, and Bloom policies of this library, answer "may match", so a database written
+ * with it stays readable everywhere. (Below about 1.2 bits per key no filter fits and the
+ * filter is all zero, which every reader, LevelDB included, also answers "may match".)
  * The policy keeps LevelDB's name, `"leveldb.BuiltinBloomFilter2"`, and answers LevelDB's
  * Bloom filters exactly as LevelDB does, so existing tables keep their filters.
  *
@@ -207,12 +206,14 @@ leveldb_bloom_policy *leveldb_bloom_policy_create_compact(double bits_per_key);
  * Creates a policy of `format` (a `leveldb_bloom_format` value) with the fewest bits per
  * key expected to give at most `target_fp_rate` false positives: for Bloom the smallest
  * whole bits per key (1 to 100) whose standard model `(1 - e^(-k/b))^k` reaches it (LevelDB's
- * filters measure somewhat worse); for compact `log2(1/target) + 1.75` bits per key,
- * measured on filters of 50 to 200 keys.
+ * filters measure somewhat worse); for compact the bits per key that give filters of 50 or
+ * more keys `r = ceil(log2(1/target))` result bits, a rate of `2^-r`, at most the target
+ * (`13/12 r + (r + 8) / 50` bits per key; smaller filters may get fewer result bits, twice
+ * the rate for each).
  *
  * Returns NULL if `target_fp_rate` is not in (0, 1) or out of the format's reach (Bloom:
- * below about 2.5e-18, which needs 100 bits per key; compact: below about 8e-10, which
- * needs 32), if `format` is unknown, or if memory runs out. Ownership as for
+ * below about 2.5e-18, which needs 100 bits per key; compact: below 2^-28, about 3.7e-9,
+ * which needs more than 32), if `format` is unknown, or if memory runs out. Ownership as for
  * `leveldb_bloom_policy_create`.
  */
 leveldb_bloom_policy *leveldb_bloom_policy_create_for_fp_rate(double target_fp_rate, int format);

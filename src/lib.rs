@@ -14,8 +14,8 @@
 //! # Ok::<(), leveldb_bloom::Error>(())
 //! ```
 //!
-//! [`CompactPolicy`] is an opt-in format with about a third of the false positives in the
-//! same memory (`docs/compact-format.md`); it keeps LevelDB's policy name and reads LevelDB's
+//! [`CompactPolicy`] is an opt-in format with a fifth to a third of the false positives in
+//! the same memory (`docs/compact-format.md`); it keeps LevelDB's policy name and reads LevelDB's
 //! Bloom filters bit-identically, and stock LevelDB reads its filters as "may match".
 //!
 //! Both formats, and [`FilterPolicy`] which holds either, implement [`FilterFormat`]: the

@@ -1490,15 +1490,18 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
             })
         }))
         .chain([
-            // Compact: log2(1 / rate) + 1.75 bits per key, up to 32.
+            // Compact: 13/12 r + (r + 8) / 50 bits per key for r result bits, up to 32.
             (
-                "create_for_fp_rate(2^-30, COMPACT): 31.75 bits per key",
-                created(leveldb_bloom_policy_create_for_fp_rate(2f64.powi(-30), 1)),
+                "create_for_fp_rate(2^-28, COMPACT): 31.05 bits per key",
+                created(leveldb_bloom_policy_create_for_fp_rate(2f64.powi(-28), 1)),
                 NotNull,
             ),
             (
-                "create_for_fp_rate(2^-31, COMPACT): 32.75 bits per key",
-                created(leveldb_bloom_policy_create_for_fp_rate(2f64.powi(-31), 1)),
+                "create_for_fp_rate(2^-28 * 0.99, COMPACT): 29 result bits, 32.16 bits per key",
+                created(leveldb_bloom_policy_create_for_fp_rate(
+                    2f64.powi(-28) * 0.99,
+                    1,
+                )),
                 Null,
             ),
             // Format and bits per key.
@@ -1558,8 +1561,11 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
                 Float(CompactPolicy::for_fp_rate(0.01).unwrap().bits_per_key()),
             ),
             (
-                "  ... is log2(100) + 1.75",
-                Bool((leveldb_bloom_policy_bits_per_key(fp) - (100f64.log2() + 1.75)).abs() < 1e-9),
+                "  ... is 7 result bits' 13/12 * 7 + (7 + 8) / 50",
+                Bool(
+                    (leveldb_bloom_policy_bits_per_key(fp) - (13.0 / 12.0 * 7.0 + 0.3)).abs()
+                        < 1e-9,
+                ),
                 Bool(true),
             ),
             (

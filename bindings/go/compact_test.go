@@ -48,7 +48,7 @@ func fixedKeys(rng *rand.Rand, n, size int) [][]byte {
 	return keys
 }
 
-// allZero is the filter a compact policy writes when no fingerprint fits: its last byte
+// allZero is the filter a compact policy writes when no filter fits: its last byte
 // (LevelDB's probe count) is 0, which LevelDB answers "may match" for every key.
 func allZero(f []byte) bool {
 	for _, b := range f {
@@ -97,7 +97,8 @@ func TestCompactInvalidBitsPerKey(t *testing.T) {
 func TestNewPolicyForFPRateCompact(t *testing.T) {
 	for _, rate := range []float64{0.5, 0.1, 0.01, 0.001, 1e-6} {
 		p := mustForFPRate(t, rate, FormatCompact)
-		want := math.Log2(1/rate) + 1.75
+		r := math.Ceil(math.Log2(1 / rate)) // result bits: a rate of 2^-r <= rate
+		want := 13.0/12.0*r + (r+8)/50
 		if p.Format() != FormatCompact || math.Abs(p.BitsPerKey()-want) > 1e-9 {
 			t.Errorf("NewPolicyForFPRate(%v, compact): format %v, bits per key %v, want %v", rate, p.Format(), p.BitsPerKey(), want)
 		}
@@ -153,7 +154,7 @@ func TestNewPolicyForFPRateBloomIsLevelDBsPolicy(t *testing.T) {
 func TestNewPolicyForFPRateErrors(t *testing.T) {
 	for _, f := range []Format{FormatBloom, FormatCompact} {
 		// Outside (0, 1), and beyond reach: Bloom stops at 100 bits per key (about 2.5e-18),
-		// compact at 32 (2^-30.25).
+		// compact at 32 (28 result bits, 2^-28).
 		for _, rate := range []float64{0, 1, -0.1, 1.5, math.NaN(), math.Inf(1), math.Inf(-1), 1e-20, 1e-300, 5e-324} {
 			p, err := NewPolicyForFPRate(rate, f)
 			var e *Error
@@ -162,10 +163,10 @@ func TestNewPolicyForFPRateErrors(t *testing.T) {
 			}
 		}
 	}
-	if _, err := NewPolicyForFPRate(math.Pow(2, -31), FormatCompact); !errors.Is(err, ErrInvalidFPRate) {
-		t.Errorf("2^-31, compact: %v; want ErrInvalidFPRate", err)
+	if _, err := NewPolicyForFPRate(math.Pow(2, -28)*0.99, FormatCompact); !errors.Is(err, ErrInvalidFPRate) {
+		t.Errorf("2^-28 * 0.99, compact: %v; want ErrInvalidFPRate", err)
 	}
-	mustForFPRate(t, math.Pow(2, -30), FormatCompact)
+	mustForFPRate(t, math.Pow(2, -28), FormatCompact)
 	for _, f := range []Format{2, -1, 100} {
 		if p, err := NewPolicyForFPRate(0.01, f); p != nil || !errors.Is(err, ErrUnknownFormat) {
 			t.Errorf("NewPolicyForFPRate(0.01, %v) = %v, %v; want ErrUnknownFormat", f, p, err)
@@ -346,7 +347,7 @@ func TestCompactPolicyAnswersLevelDBVectors(t *testing.T) {
 
 func TestCompactFalsePositiveRateBelowBloom(t *testing.T) {
 	// 10 bits per key, 100-key filters, the same absent keys for both: LevelDB's Bloom
-	// filters give about 0.9%, compact ones about a third of that. 200 filters x 1000
+	// filters give about 0.9%, compact ones about a fifth of that. 200 filters x 1000
 	// absent keys is ~1,800 Bloom false positives: 0.6x is many standard deviations away.
 	rng := rand.New(rand.NewSource(20240607))
 	c, b := mustCompact(t, 10), mustPolicy(t, 10)

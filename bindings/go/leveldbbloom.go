@@ -4,10 +4,10 @@
 //
 // Compact filters (opt-in): NewCompactPolicy(bitsPerKey) and NewPolicyForFPRate(rate,
 // FormatCompact) build filters in the library's compact format, as long as LevelDB's Bloom
-// filters at the same bits per key (fractional bits per key allowed, 0 to 32) with about a
-// third of their false positives. A compact policy keeps LevelDB's name and answers
-// LevelDB's Bloom filters exactly as LevelDB does; its own filters end in a byte of 32 or
-// more (all zero when too few bits per key leave no room for a fingerprint), which stock
+// filters at the same bits per key (fractional bits per key allowed, 0 to 32) with a fifth
+// to a third of their false positives. A compact policy keeps LevelDB's name and answers
+// LevelDB's Bloom filters exactly as LevelDB does; its own filters end in a byte of 31 or
+// more (all zero when too few bits per key leave no room for a filter), which stock
 // LevelDB and Bloom policies answer "may match", so tables written with them stay readable
 // everywhere.
 //
@@ -178,7 +178,7 @@ type Format int
 const (
 	// FormatBloom is LevelDB's own Bloom filters, byte-identical to LevelDB's.
 	FormatBloom Format = C.LEVELDB_BLOOM_FORMAT_BLOOM
-	// FormatCompact is the opt-in compact format: about a third of the Bloom filter's
+	// FormatCompact is the opt-in compact format: a fifth to a third of the Bloom filter's
 	// false positives in the same memory; stock LevelDB answers these filters "may match".
 	FormatCompact Format = C.LEVELDB_BLOOM_FORMAT_COMPACT
 )
@@ -237,7 +237,7 @@ func NewPolicy(bitsPerKey int) (*Policy, error) {
 }
 
 // NewCompactPolicy creates a policy of the compact format: filters as long as LevelDB's
-// Bloom filters at the same bits per key, with about a third of the false positives.
+// Bloom filters at the same bits per key, with a fifth to a third of the false positives.
 // bitsPerKey may be fractional, from 0 to MaxCompactBitsPerKey (below about 3 no fingerprint
 // fits and the filters answer "may match" for every key); anything else, NaN and the
 // infinities included, is ErrInvalidBitsPerKey.
@@ -251,11 +251,13 @@ func NewCompactPolicy(bitsPerKey float64) (*Policy, error) {
 // NewPolicyForFPRate creates the policy of format with the fewest bits per key expected to
 // give at most rate false positives (BitsPerKey reports the choice). FormatBloom: the
 // smallest whole bits per key (1 to 100) whose standard model (1 - e^(-k/b))^k reaches rate
-// (LevelDB's filters measure somewhat worse). FormatCompact: log2(1/rate) + 1.75 bits per
-// key, measured on filters of 50 to 200 keys.
+// (LevelDB's filters measure somewhat worse). FormatCompact: the bits per key that give
+// filters of 50 or more keys r = ceil(log2(1/rate)) result bits, a rate of 2^-r at most rate
+// (13/12 r + (r+8)/50 bits per key; smaller filters may get fewer result bits, twice the
+// rate for each).
 //
 // A rate outside (0, 1), NaN, or beyond the format's reach (more than 100 bits per key for
-// Bloom, below about 2.5e-18; more than 32 for compact, below about 2^-30) is
+// Bloom, below about 2.5e-18; more than 32 for compact, below 2^-28) is
 // ErrInvalidFPRate; an unknown format is ErrUnknownFormat.
 func NewPolicyForFPRate(rate float64, format Format) (*Policy, error) {
 	if format != FormatBloom && format != FormatCompact {

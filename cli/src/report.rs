@@ -51,8 +51,8 @@ pub struct TableReport {
     pub measured_fp: Option<f64>,
     pub fp_probes: u64,
     pub false_positives: u64,
-    /// The rate compact filters of the same size would give (its model,
-    /// `2^-(bits_per_key - compact::OVERHEAD_BITS)`).
+    /// The rate compact filters of the same size would give
+    /// (`compact::false_positive_rate_at`).
     pub compact_fp_same_size: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<Problem>,
@@ -180,7 +180,7 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
         let bits_per_key = report.filter_bytes as f64 * 8.0 / filtered_keys as f64;
         report.bits_per_key = Some(bits_per_key);
         report.expected_fp = Some(expected_sum / filtered_keys as f64);
-        report.compact_fp_same_size = Some((compact::OVERHEAD_BITS - bits_per_key).exp2().min(1.0));
+        report.compact_fp_same_size = Some(compact::false_positive_rate_at(bits_per_key));
     }
     measure_false_positives(&table, f, &policy, &user_keys, keys, &mut report);
     Ok(report)
@@ -272,7 +272,7 @@ pub fn total(tables: &[TableReport]) -> TableReport {
         let bits_per_key = t.filter_bytes as f64 * 8.0 / keys;
         t.bits_per_key = Some(bits_per_key);
         t.expected_fp = Some(expected / keys);
-        t.compact_fp_same_size = Some((compact::OVERHEAD_BITS - bits_per_key).exp2().min(1.0));
+        t.compact_fp_same_size = Some(compact::false_positive_rate_at(bits_per_key));
     }
     if t.fp_probes > 0 {
         t.measured_fp = Some(t.false_positives as f64 / t.fp_probes as f64);

@@ -53,8 +53,8 @@ pub struct CompactPolicy {
 impl CompactPolicy {
     /// Creates the policy. `bits_per_key` may be fractional, from 0 to
     /// [`MAX_BITS_PER_KEY`]; anything else (negative, NaN, infinite, larger) is
-    /// [`Error::InvalidBitsPerKey`]. Below about 3 bits per key no fingerprint fits and the
-    /// filters answer "may match" for every key.
+    /// [`Error::InvalidBitsPerKey`]. Below about 1.2 bits per key no filter can be built in
+    /// the space and the filters answer "may match" for every key.
     pub fn new(bits_per_key: f64) -> Result<Self, Error> {
         if (0.0..=MAX_BITS_PER_KEY).contains(&bits_per_key) {
             Ok(CompactPolicy { bits_per_key })
@@ -63,17 +63,28 @@ impl CompactPolicy {
         }
     }
 
-    /// The policy whose filters of 50 or more keys have about `fp_rate` false positives
-    /// (fewer keys do a little better or worse: see the README's table). `fp_rate` must be
-    /// in `(0, 1)` and reachable with [`MAX_BITS_PER_KEY`], else
-    /// [`Error::InvalidFalsePositiveRate`].
+    /// The policy with the fewest bits per key whose filters of [`FOR_FP_RATE_MIN_KEYS`] or
+    /// more keys have at most `fp_rate` false positives: `r = ceil(log2(1 / fp_rate))` result
+    /// bits, which take `13/12 r + (r + 8) / 50` bits per key (`docs/compact-format.md`).
+    /// Smaller filters may get fewer result bits (twice the rate for each one less).
+    /// `fp_rate` must be in `(0, 1)` and reachable with [`MAX_BITS_PER_KEY`] (at least
+    /// `2^-28`), else [`Error::InvalidFalsePositiveRate`].
     ///
-    /// Model (measured, `docs/compact-format.md`): `fp = 2^-(bits_per_key - 1.75)`.
+    /// ```
+    /// use leveldb_bloom::CompactPolicy;
+    ///
+    /// // 1% asks for 7 result bits (0.78%): 7.88 bits per key.
+    /// let bits = CompactPolicy::for_fp_rate(0.01)?.bits_per_key();
+    /// assert!((bits - 7.8833).abs() < 1e-3);
+    /// # Ok::<(), leveldb_bloom::Error>(())
+    /// ```
     pub fn for_fp_rate(fp_rate: f64) -> Result<Self, Error> {
         if !(fp_rate > 0.0 && fp_rate < 1.0) {
             return Err(Error::InvalidFalsePositiveRate);
         }
-        let bits_per_key = (-fp_rate.log2() + OVERHEAD_BITS).max(0.0);
+        // At most 1074 (the least positive double), which `as` keeps exact.
+        let result_bits = -fp_rate.log2().floor() as u32;
+        let bits_per_key = ribbon::bits_per_key_for(result_bits, FOR_FP_RATE_MIN_KEYS);
         CompactPolicy::new(bits_per_key).map_err(|_| Error::InvalidFalsePositiveRate)
     }
 
@@ -84,8 +95,8 @@ impl CompactPolicy {
 }
 
 impl WriteFilter for CompactPolicy {
-    /// When no fingerprint fits (too few bits per key) the filter stays all zero: its last
-    /// byte 0 makes every reader, LevelDB's included, answer "may match".
+    /// When no filter fits (too few bits per key) it stays all zero: its last byte 0 makes
+    /// every reader, LevelDB's included, answer "may match".
     fn write_filter<I>(&self, keys: I, filter: &mut [u8]) -> Result<(), Error>
     where
         I: ExactSizeIterator,
@@ -168,9 +179,18 @@ impl FilterFormat for CompactPolicy {
     crate::filter::queries_by_module_functions!();
 }
 
-/// The bits per key above `log2(1 / fp)` that compact filters of 50 to 200 keys spend
-/// (measured; `docs/compact-format.md`).
-pub const OVERHEAD_BITS: f64 = 1.75;
+/// The fewest keys a filter holds for [`CompactPolicy::for_fp_rate`]'s rate to hold.
+pub const FOR_FP_RATE_MIN_KEYS: u32 = 50;
+
+/// The false-positive rate of compact filters of many keys built at `bits_per_key`:
+/// `2^-r` with `r = floor(12/13 bits_per_key)` result bits (`docs/compact-format.md`); 1 when
+/// no filter fits.
+pub fn false_positive_rate_at(bits_per_key: f64) -> f64 {
+    match ribbon::result_bits_at(bits_per_key) {
+        0 => 1.0,
+        r => (-f64::from(r)).exp2(),
+    }
+}
 
 /// Whether `key` may be in `filter`, read as [`CompactPolicy`] reads it: a filter of 2 or
 /// more bytes ending in `31` is a ribbon filter (the format's second version), one ending in

@@ -211,6 +211,23 @@ pub(super) fn expected_false_positive_rate(filter: &[u8]) -> Option<f64> {
     (shape.slots > 0).then(|| (-f64::from(shape.result_bits)).exp2())
 }
 
+/// The bits per key at which filters of `min_keys` keys or more get `result_bits` result
+/// bits: a filter of `n` keys has at least `n * bits_per_key - 8` payload bits (rounded up to
+/// bytes, less the trailer), which must hold `result_bits` columns of `n + n/12 + 1` slots
+/// ([`build`]).
+pub(super) fn bits_per_key_for(result_bits: u32, min_keys: u32) -> f64 {
+    let r = f64::from(result_bits);
+    r * 13.0 / 12.0 + (r + 8.0) / f64::from(min_keys)
+}
+
+/// The result bits of filters of many keys at `bits_per_key` (`build`'s `n + n/12 + 1`
+/// slots a column, `n` large).
+pub(super) fn result_bits_at(bits_per_key: f64) -> u32 {
+    (bits_per_key * 12.0 / 13.0)
+        .floor()
+        .clamp(0.0, f64::from(MAX_RESULT_BITS)) as u32
+}
+
 /// Writes a filter of this version for `hashes` into `filter` (payload, `params`, marker)
 /// with the most result bits that leave about 8% more slots than keys, trying [`SEEDS`]
 /// seeds for each, then one result bit less. Returns `false`, with `filter` unspecified,

@@ -9,8 +9,8 @@ True
 
 Opt-in, ``CompactPolicy(bits_per_key)`` and ``FilterPolicy.for_fp_rate(rate, format)``
 make policies of the compact format (``Format.COMPACT``): filters as long as LevelDB's Bloom
-filters at the same bits per key with about a third of their false positives, which stock
-LevelDB answers "may match"; such a policy still answers LevelDB's Bloom filters as LevelDB
+filters at the same bits per key with a fifth to a third of their false positives, which
+stock LevelDB answers "may match"; such a policy still answers LevelDB's Bloom filters as LevelDB
 does.
 
 Keys, filters and blocks are byte strings: ``bytes``, ``bytearray`` or ``memoryview``
@@ -289,7 +289,7 @@ class Format(enum.IntEnum):
     BLOOM = 0
     """LevelDB's own Bloom filters, byte-identical to LevelDB's."""
     COMPACT = 1
-    """The opt-in compact format: about a third of the Bloom filter's false positives in
+    """The opt-in compact format: a fifth to a third of the Bloom filter's false positives in
     the same memory. Stock LevelDB answers these filters "may match"."""
 
 
@@ -346,12 +346,14 @@ class FilterPolicy(_Owned):
 
         ``Format.BLOOM``: the smallest whole bits per key (1 to 100) whose standard model
         ``(1 - e^(-k/b))^k`` reaches ``rate`` (LevelDB's filters measure somewhat worse).
-        ``Format.COMPACT``: ``log2(1/rate) + 1.75`` bits per key, measured on filters of 50
-        to 200 keys. The choice is in ``bits_per_key``.
+        ``Format.COMPACT``: the bits per key that give filters of 50 or more keys
+        ``r = ceil(log2(1/rate))`` result bits, a rate of ``2**-r`` at most ``rate``
+        (``13/12 r + (r + 8) / 50`` bits per key; smaller filters may get fewer result bits,
+        twice the rate for each). The choice is in ``bits_per_key``.
 
         A ``rate`` outside (0, 1), NaN, or beyond the format's reach (one that would need
         more than 100 bits per key for Bloom, below about 2.5e-18; more than 32 for compact,
-        below about 2**-30) is a ``ValueError``, and so is an unknown
+        below 2**-28) is a ``ValueError``, and so is an unknown
         ``format``; a non-number ``rate`` or a ``format`` that is not an int is a
         ``TypeError``.
         """
@@ -494,7 +496,7 @@ class FilterPolicy(_Owned):
         """Whether ``key`` may be in ``filter`` (built by this library or LevelDB with any
         bits per key), answered exactly as LevelDB answers, malformed filters included.
         ``False`` means certainly absent. A compact policy reads a filter of 2 or more bytes
-        ending in a byte of 32 or more as a compact filter (which LevelDB, and a Bloom
+        ending in a byte of 31 or more as a compact filter (which LevelDB, and a Bloom
         policy, answer "may match")."""
         k = _as_bytes(key, "key")
         f = _as_bytes(filter, "filter")
@@ -572,9 +574,8 @@ class CompactPolicy(FilterPolicy):
     """The opt-in compact filter policy (``Format.COMPACT``).
 
     ``CompactPolicy(bits_per_key)``: filters as long as LevelDB's Bloom filters at the same
-    bits per key, with about a third of the false positives. Their last byte (31, or 32 to 255
-    for filters of the format's first version)
-    makes stock LevelDB answer "may match", so tables written with them stay readable
+    bits per key, with a fifth to a third of the false positives. Their last byte (31, or 32
+    to 255 for filters of the format's first version) makes stock LevelDB answer "may match", so tables written with them stay readable
     everywhere; the policy keeps LevelDB's name and answers LevelDB's Bloom filters as
     LevelDB does.
 
