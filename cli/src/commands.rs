@@ -288,21 +288,23 @@ pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
     let total = report::total(&tables);
     let damaged = tables.iter().filter(|t| !t.problems.is_empty()).count();
     if problems == 0 {
+        // Data blocks, then each table's metaindex, index and filter block.
+        let blocks: u64 = tables
+            .iter()
+            .map(|t| t.data_blocks + 2 + u64::from(t.filter_policy.is_some()))
+            .sum();
         emit(&format!(
-            "ok: {} tables, {} blocks checksummed, {} entries all found by their filters\n",
-            tables.len(),
-            // Data blocks, then each table's metaindex, index and filter block.
-            tables
-                .iter()
-                .map(|t| t.data_blocks + 2 + u64::from(t.filter_policy.is_some()))
-                .sum::<u64>(),
-            total.entries
+            "ok: {}, {} checksummed, {} all found by their filters\n",
+            counted(tables.len() as u64, "table", "tables"),
+            counted(blocks, "block", "blocks"),
+            counted(total.entries, "entry", "entries"),
         ))?;
         Ok(OK)
     } else {
         emit(&format!(
-            "{problems} problems in {damaged} of {} tables\n",
-            tables.len()
+            "{} in {damaged} of {}\n",
+            counted(problems, "problem", "problems"),
+            counted(tables.len() as u64, "table", "tables"),
         ))?;
         Ok(PROBLEM)
     }
@@ -377,5 +379,22 @@ pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
     } else {
         emit(&format!("not rewritten: {}\n", stale.join(", ")))?;
         Ok(PROBLEM)
+    }
+}
+
+/// `n` and the noun, singular for one.
+fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counted;
+
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(counted(1, "entry", "entries"), "1 entry");
+        assert_eq!(counted(0, "entry", "entries"), "0 entries");
+        assert_eq!(counted(2, "table", "tables"), "2 tables");
     }
 }
