@@ -158,7 +158,10 @@ Made make_policy(uint8_t how, uint16_t param) {
     case 2: {
       const double rate = std::exp2(-(param / 2048.0));
       m.p = leveldb_bloom_policy_create_for_fp_rate(rate, LEVELDB_BLOOM_FORMAT_COMPACT);
-      const double want = -std::log2(rate) + 1.75;
+      // The documented choice: r = ceil(log2(1 / rate)) result bits, the bits per key that
+      // give them from 50 keys.
+      const double r = -std::floor(std::log2(rate));
+      const double want = r * 13.0 / 12.0 + (r + 8.0) / 50.0;
       if (!(rate < 1.0) || want > kMaxBitsPerKey + 1e-9) {
         FUZZ_CHECK(m.p == nullptr, "create_for_fp_rate(%.17g, COMPACT) accepted: %.17g bits",
                    rate, want);
