@@ -3,8 +3,9 @@
 
 use crate::xxh3::xxh3_64;
 
-/// The smallest marker byte of a compact filter; smaller last bytes are LevelDB's.
-pub const MARKER_MIN: u8 = 32;
+/// The smallest marker byte of a filter of the format's first version (31 is the second
+/// version's, smaller last bytes are LevelDB's).
+pub(super) const FIRST_VERSION_MARKER_MIN: u8 = 32;
 
 /// The most low bits a fingerprint can keep (the marker byte has room for 1 to 28).
 pub const MAX_LOW_BITS: u32 = 28;
@@ -65,12 +66,12 @@ impl Layout {
 
     /// Format rule: the marker is `32 + 8 * (L - 1) + kappa`.
     pub(super) fn from_marker(marker: u8, payload_bits: u64) -> Layout {
-        let code = u32::from(marker - MARKER_MIN);
+        let code = u32::from(marker - FIRST_VERSION_MARKER_MIN);
         Layout::new(payload_bits, code / KAPPAS + 1, code % KAPPAS)
     }
 
     pub(super) fn marker(&self) -> u8 {
-        (u32::from(MARKER_MIN) + KAPPAS * (self.low_bits - 1) + self.kappa) as u8
+        (u32::from(FIRST_VERSION_MARKER_MIN) + KAPPAS * (self.low_bits - 1) + self.kappa) as u8
     }
 
     pub(super) fn low_mask(&self) -> u64 {
@@ -118,7 +119,7 @@ mod tests {
             for kappa in 0..KAPPAS {
                 let layout = Layout::new(1000, low_bits, kappa);
                 let marker = layout.marker();
-                assert!(marker >= MARKER_MIN);
+                assert!(marker >= FIRST_VERSION_MARKER_MIN);
                 assert_eq!(Layout::from_marker(marker, 1000), layout);
             }
         }

@@ -20,9 +20,13 @@ mod ribbon;
 use crate::bloom;
 use crate::error::Error;
 use crate::filter::{FilterFormat, sealed::WriteFilter};
-use layout::Layout;
-pub use layout::{MARKER_MIN, MAX_LOW_BITS, key_hash};
+use layout::{FIRST_VERSION_MARKER_MIN, Layout};
+pub use layout::{MAX_LOW_BITS, key_hash};
 pub use ribbon::RIBBON_MARKER;
+
+/// The smallest last byte of a compact filter of either version (the second version's
+/// marker); smaller last bytes are LevelDB's.
+pub const MARKER_MIN: u8 = RIBBON_MARKER;
 
 /// The largest bits per key a compact policy accepts: beyond it the 28 low bits are the
 /// limit, and the rest of the memory would be padding.
@@ -262,7 +266,7 @@ enum Version {
 fn version(filter: &[u8]) -> Option<Version> {
     match filter {
         [_, .., RIBBON_MARKER] => Some(Version::Ribbon),
-        [_, .., marker] if *marker >= MARKER_MIN => Some(Version::EliasFano),
+        [_, .., marker] if *marker >= FIRST_VERSION_MARKER_MIN => Some(Version::EliasFano),
         _ => None,
     }
 }
