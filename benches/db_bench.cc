@@ -100,7 +100,7 @@ Sample MakeSample(uint64_t n, uint64_t keys, bool present, Rng& rng) {
   return s;
 }
 
-leveldb::DB* Open(const std::string& dir, const leveldb::FilterPolicy* policy, bool create) {
+leveldb::DB* OpenDatabase(const std::string& dir, const leveldb::FilterPolicy* policy, bool create) {
   leveldb::Options o;
   o.filter_policy = policy;
   o.create_if_missing = create;
@@ -124,7 +124,7 @@ struct FillResult {
 FillResult Fill(const std::string& dir, const leveldb::FilterPolicy* policy,
                 const std::vector<uint32_t>& order) {
   leveldb_bloom_stats before = Stats();
-  leveldb::DB* db = Open(dir, policy, true);
+  leveldb::DB* db = OpenDatabase(dir, policy, true);
   char key[kKeyLen], value[kValueLen];
   leveldb::WriteOptions wo;
   uint64_t t0 = NowNs();
@@ -153,7 +153,7 @@ struct ReadResult {
 
 ReadResult Read(const std::string& dir, const leveldb::FilterPolicy* policy, const Sample& warm,
                 const Sample& present, const Sample& absent) {
-  leveldb::DB* db = Open(dir, policy, false);
+  leveldb::DB* db = OpenDatabase(dir, policy, false);
   leveldb::ReadOptions ro;
   std::string v;
   char expect[kValueLen];
@@ -209,7 +209,7 @@ std::vector<fs::path> TableFiles(const std::string& dir) {
 }
 
 std::string Layout(const std::string& dir, const leveldb::FilterPolicy* policy) {
-  leveldb::DB* db = Open(dir, policy, false);
+  leveldb::DB* db = OpenDatabase(dir, policy, false);
   std::string out;
   for (int level = 0; level < 7; level++) {
     std::string v;

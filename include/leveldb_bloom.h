@@ -190,10 +190,10 @@ leveldb_bloom_policy *leveldb_bloom_policy_create(int bits_per_key);
 /**
  * Creates a compact-format policy (opt-in). Its filters are as long as LevelDB's Bloom
  * filters at the same bits per key, with far fewer false positives (README, "Compact
- * filters"); their last byte (31, or 32 to 255 for the format's first version) makes stock
- * LevelDB, and Bloom policies of this library, answer "may match", so a database written
- * with it stays readable everywhere. (Below about 1.2 bits per key no filter fits and the
- * filter is all zero, which every reader, LevelDB included, also answers "may match".)
+ * filters"); their last byte, 31, makes stock LevelDB, and Bloom policies of this library,
+ * answer "may match", so a database written with it stays readable everywhere. (Below
+ * about 1.1 bits per key no filter fits and the filter is all zero, which every reader,
+ * LevelDB included, also answers "may match".)
  * The policy keeps LevelDB's name, `"leveldb.BuiltinBloomFilter2"`, and answers LevelDB's
  * Bloom filters exactly as LevelDB does, so existing tables keep their filters.
  *

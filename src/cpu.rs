@@ -1,57 +1,132 @@
-//! Which compiled version of the code that has several this process runs, chosen once: the
-//! compact query (`src/compact/cpu.rs`), and Bloom filter creation and batch queries
-//! (`src/bloom/cpu.rs`).
+//! Which compiled version of each vectorised routine this process runs: decided here, once,
+//! for all of them.
 //!
-//! Every routine that has a version for wider instructions keeps its portable version, and
-//! both are proven against LevelDB. `LEVELDB_BLOOM_SIMD` pins the choice for a process (read
-//! once, at the first call that needs it):
+//! Every routine with a version for wider instructions keeps its portable version, and the
+//! tests run each version this processor has against the others and against LevelDB.
 //!
-//! | value | versions used |
+//! | routine | [`Level::AVX2`] | [`Level::POPCNT`] | [`Level::PORTABLE`] |
+//! |---|---|---|---|
+//! | Bloom filter creation, batch queries (`bloom::lanes`) | eight keys in AVX2 lanes | scalar | scalar |
+//! | ribbon query (`compact::ribbon`) | popcnt and BMI2 | popcnt | portable |
+//! | ribbon creation | popcnt | popcnt | portable |
+//!
+//! `AVX2` is an x86-64 processor with AVX2, BMI1, BMI2 and popcnt; `POPCNT` one with
+//! popcnt; every other processor, and every other architecture, runs `PORTABLE`. The level
+//! is found at the first call that needs it. `LEVELDB_BLOOM_SIMD` pins it for the process:
+//!
+//! | value | level |
 //! |---|---|
 //! | unset, empty or `auto` | the best this processor has |
-//! | `portable` | the portable code only (the x86-64 baseline) |
+//! | `portable` | `PORTABLE` |
 //!
 //! Any other value gets one line on standard error and `auto`: a typo must not silently
 //! test the wrong code, nor stop a program that only wanted its filters.
 
+use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-const UNKNOWN: u8 = 0;
-const PORTABLE: u8 = 1;
-const AUTO: u8 = 2;
+/// An instruction-set level this processor runs. Only this module makes one other than
+/// [`PORTABLE`](Self::PORTABLE), from what the processor reports, so code compiled for the
+/// level's instructions may run wherever it is given one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Level(u8);
 
-static CHOICE: AtomicU8 = AtomicU8::new(UNKNOWN);
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+impl Level {
+    /// The target's baseline instructions: every processor.
+    pub(crate) const PORTABLE: Level = Level(1);
+    /// x86-64 with popcnt.
+    const POPCNT: Level = Level(2);
+    /// x86-64 with AVX2, BMI1, BMI2 and popcnt.
+    const AVX2: Level = Level(3);
 
-/// Whether `LEVELDB_BLOOM_SIMD=portable` pins this process to the portable code.
-#[inline]
-pub(crate) fn portable_only() -> bool {
-    match CHOICE.load(Ordering::Relaxed) {
-        UNKNOWN => read_choice() == PORTABLE,
-        choice => choice == PORTABLE,
+    /// Whether code compiled for popcnt may run.
+    #[inline(always)]
+    pub(crate) fn has_popcnt(self) -> bool {
+        self >= Level::POPCNT
+    }
+
+    /// Whether code compiled for AVX2, BMI1, BMI2 and popcnt may run.
+    #[inline(always)]
+    pub(crate) fn has_avx2(self) -> bool {
+        self >= Level::AVX2
     }
 }
 
+/// The level this process runs: the best the processor has, unless `LEVELDB_BLOOM_SIMD`
+/// pinned it.
+#[inline(always)]
+pub(crate) fn level() -> Level {
+    match CHOSEN.load(Ordering::Relaxed) {
+        UNKNOWN => choose(),
+        level => Level(level),
+    }
+}
+
+/// Every level this processor runs, lowest first, whatever `LEVELDB_BLOOM_SIMD` says: the
+/// tests run each routine at each.
+#[cfg(test)]
+pub(crate) fn supported() -> Vec<Level> {
+    [Level::PORTABLE, Level::POPCNT, Level::AVX2]
+        .into_iter()
+        .filter(|&level| level <= detect())
+        .collect()
+}
+
+const UNKNOWN: u8 = 0;
+
+static CHOSEN: AtomicU8 = AtomicU8::new(UNKNOWN);
+
 #[cold]
 #[inline(never)]
-fn read_choice() -> u8 {
-    let choice = match std::env::var("LEVELDB_BLOOM_SIMD") {
-        Err(std::env::VarError::NotPresent) => AUTO,
-        Ok(value) if value.is_empty() || value == "auto" => AUTO,
-        Ok(value) if value == "portable" => PORTABLE,
-        Ok(value) => {
-            eprintln!(
+fn choose() -> Level {
+    let level = match std::env::var_os("LEVELDB_BLOOM_SIMD") {
+        None => detect(),
+        Some(value) if value.is_empty() || value == "auto" => detect(),
+        Some(value) if value == "portable" => Level::PORTABLE,
+        Some(value) => {
+            // A failed write is no reason to stop a program that only wanted its filters.
+            let _ = writeln!(
+                std::io::stderr(),
                 "leveldb-bloom: LEVELDB_BLOOM_SIMD={value:?} is not auto or portable; using auto"
             );
-            AUTO
-        }
-        Err(std::env::VarError::NotUnicode(value)) => {
-            eprintln!(
-                "leveldb-bloom: LEVELDB_BLOOM_SIMD={value:?} is not auto or portable; using auto"
-            );
-            AUTO
+            detect()
         }
     };
-    // Racing first calls read the same environment and store the same choice.
-    CHOICE.store(choice, Ordering::Relaxed);
-    choice
+    // Racing first calls read the same environment and store the same level.
+    CHOSEN.store(level.0, Ordering::Relaxed);
+    level
+}
+
+/// The best level the processor reports.
+fn detect() -> Level {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx2") && has!("bmi1") && has!("bmi2") && has!("popcnt") {
+            return Level::AVX2;
+        }
+        if has!("popcnt") {
+            return Level::POPCNT;
+        }
+    }
+    Level::PORTABLE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tests of each routine are ignored where the processor that built them lacks a
+    /// level (build.rs), so this one checks that the build saw the processor it runs on.
+    #[test]
+    fn the_build_saw_this_processor() {
+        let best = *supported().last().expect("PORTABLE at least");
+        assert_eq!(
+            best.has_avx2(),
+            cfg!(leveldb_bloom_test_avx2),
+            "built on another processor: the AVX2 tests' ignore is wrong"
+        );
+        assert_eq!(best.has_popcnt(), cfg!(leveldb_bloom_test_popcnt));
+    }
 }

@@ -4,9 +4,7 @@
 //! u32, then the offset of that array as a u32, then one byte `base_lg` (11). Filter `i`
 //! covers the data blocks whose offsets fall in `[i << base_lg, (i + 1) << base_lg)`.
 
-use crate::bloom::{self, HASH_GROUP, ProbeStart};
 use crate::error::Error;
-use crate::filter::FilterFormat;
 use crate::policy::FilterPolicy;
 
 /// log2 of the data-block offset window each filter covers: one filter per 2 KiB.
@@ -21,22 +19,23 @@ const FILTER_BASE: u64 = 1 << FILTER_BASE_LG;
 /// ```
 /// use leveldb_bloom::{BloomPolicy, FilterBlockBuilder, FilterBlockReader};
 ///
-/// let mut builder = FilterBlockBuilder::new(BloomPolicy::new(10)?);
+/// let policy = BloomPolicy::new(10)?;
+/// let mut builder = FilterBlockBuilder::new(policy);
 /// builder.start_block(0)?;
 /// builder.add_key(b"foo")?;
 /// builder.start_block(5000)?; // the next data block starts at offset 5000
 /// builder.add_key(b"bar")?;
 /// let block = builder.finish()?.to_vec();
 ///
-/// let reader = FilterBlockReader::new(&block);
+/// let reader = FilterBlockReader::new(&policy, &block);
 /// assert!(reader.key_may_match(0, b"foo"));
 /// assert!(reader.key_may_match(5000, b"bar"));
 /// assert!(!reader.key_may_match(2048, b"foo")); // an empty 2 KiB window matches nothing
 /// # Ok::<(), leveldb_bloom::Error>(())
 /// ```
 #[derive(Debug, Clone)]
-pub struct FilterBlockBuilder {
-    policy: FilterPolicy,
+pub struct FilterBlockBuilder<P> {
+    policy: P,
     /// Keys of the open filter, back to back.
     keys: Vec<u8>,
     /// Where each pending key starts in `keys`.
@@ -47,12 +46,11 @@ pub struct FilterBlockBuilder {
     finished: bool,
 }
 
-impl FilterBlockBuilder {
-    /// A builder whose filters `policy` (a [`BloomPolicy`](crate::BloomPolicy), a
-    /// [`CompactPolicy`](crate::CompactPolicy) or a [`FilterPolicy`]) creates.
-    pub fn new(policy: impl Into<FilterPolicy>) -> Self {
+impl<P: FilterPolicy> FilterBlockBuilder<P> {
+    /// A builder whose filters `policy` creates.
+    pub fn new(policy: P) -> Self {
         FilterBlockBuilder {
-            policy: policy.into(),
+            policy,
             keys: Vec::new(),
             key_starts: Vec::new(),
             result: Vec::new(),
@@ -177,9 +175,11 @@ impl FilterBlockBuilder {
 }
 
 /// Reads a table's filter block as LevelDB's `FilterBlockReader` does, malformed blocks
-/// included: whatever cannot be decoded answers "may match".
+/// included: whatever cannot be decoded answers "may match". Its filters are answered by
+/// `policy`, as LevelDB's reader answers with the table's policy.
 #[derive(Debug, Clone, Copy)]
-pub struct FilterBlockReader<'a> {
+pub struct FilterBlockReader<'a, P> {
+    policy: &'a P,
     /// The block up to the offset array: filters live here. Empty if the block is malformed.
     filters: &'a [u8],
     /// The offset array, up to and including the array-offset word (`num` entries + 4 bytes).
@@ -189,14 +189,15 @@ pub struct FilterBlockReader<'a> {
     base_lg: u8,
 }
 
-impl<'a> FilterBlockReader<'a> {
-    /// Parses `contents`, a whole filter block.
+impl<'a, P: FilterPolicy> FilterBlockReader<'a, P> {
+    /// Parses `contents`, a whole filter block, whose filters `policy` answers.
     ///
     /// Format rule: a block shorter than 5 bytes, or whose array offset exceeds
     /// `len - 5`, holds no filters (every query may match). The filter count is
     /// `(len - 5 - array_offset) / 4`, rounded down.
-    pub fn new(contents: &'a [u8]) -> Self {
+    pub fn new(policy: &'a P, contents: &'a [u8]) -> Self {
         let malformed = FilterBlockReader {
+            policy,
             filters: &[],
             offsets: &[],
             num: 0,
@@ -211,6 +212,7 @@ impl<'a> FilterBlockReader<'a> {
             return malformed;
         }
         FilterBlockReader {
+            policy,
             filters: &contents[..array_offset],
             offsets: &contents[array_offset..contents.len() - 1],
             num: (trailer_start - array_offset) / 4,
@@ -223,107 +225,74 @@ impl<'a> FilterBlockReader<'a> {
         self.num
     }
 
-    /// The shift from a data block's offset to its filter's index (the block's last byte).
-    pub fn base_lg(&self) -> u8 {
-        self.base_lg
-    }
-
-    /// Filter `index`'s bytes, or `None` where LevelDB reads none: an index past the last
-    /// filter, or offsets that do not fit (see [`key_may_match`](Self::key_may_match)).
-    pub fn filter(&self, index: usize) -> Option<&'a [u8]> {
-        if index >= self.num {
-            return None;
-        }
-        let start = read_u32(self.offsets, 4 * index) as usize;
-        let limit = read_u32(self.offsets, 4 * index + 4) as usize;
-        self.filters.get(start..limit)
-    }
-
-    /// Whether `key` may be in the data block that starts at `block_offset`.
+    /// The index of the filter that covers the data block at `block_offset`.
     ///
-    /// Format rule: `index = block_offset >> base_lg` (the shift count taken modulo 64, as
-    /// x86 does for LevelDB's unchecked shift); `index >= num` may match. Otherwise filter
-    /// `index` spans `[start, limit)` from the offset array; if `start <= limit <=
-    /// array_offset` the Bloom filter there answers; an empty `start == limit` beyond that
-    /// matches nothing; anything else may match.
-    pub fn key_may_match(&self, block_offset: u64, key: &[u8]) -> bool {
-        match self.filter_for(block_offset) {
-            Ok(filter) => bloom::key_may_match(key, filter),
-            Err(answer) => answer,
-        }
+    /// Format rule: `block_offset >> base_lg`, `base_lg` being the block's last byte (the
+    /// shift count taken modulo 64, as x86 does for LevelDB's unchecked shift).
+    pub fn filter_index(&self, block_offset: u64) -> u64 {
+        block_offset >> (self.base_lg % 64)
     }
 
-    /// [`key_may_match`](Self::key_may_match) with the filter read by `policy`: the same
-    /// for a Bloom policy; a compact policy also reads its own filters.
-    #[inline]
-    pub fn key_may_match_with(&self, policy: &FilterPolicy, block_offset: u64, key: &[u8]) -> bool {
-        match self.filter_for(block_offset) {
-            Ok(filter) => policy.key_may_match(key, filter),
-            Err(answer) => answer,
-        }
-    }
-
-    /// The filter that covers `block_offset`, or the answer every key gets when none
-    /// does (format rules as for [`key_may_match`](Self::key_may_match)).
-    fn filter_for(&self, block_offset: u64) -> Result<&[u8], bool> {
-        let index = block_offset >> (self.base_lg % 64);
-        if index >= self.num as u64 {
-            return Err(true);
-        }
-        let index = index as usize;
+    /// Filter `index`'s bytes, or `None` where LevelDB reads none and every key may match.
+    ///
+    /// Format rule: an index past the last filter has none. Otherwise filter `index` spans
+    /// `[start, limit)` from the offset array; if `start <= limit <= array_offset` those are
+    /// its bytes; an empty `start == limit` beyond that is an empty filter (which matches
+    /// nothing); anything else has none.
+    pub fn filter(&self, index: u64) -> Option<&'a [u8]> {
+        let index = usize::try_from(index).ok().filter(|&i| i < self.num)?;
         let start = read_u32(self.offsets, 4 * index) as usize;
         let limit = read_u32(self.offsets, 4 * index + 4) as usize;
-        if start <= limit && limit <= self.filters.len() {
-            Ok(&self.filters[start..limit])
-        } else {
-            Err(start != limit)
+        match self.filters.get(start..limit) {
+            Some(filter) => Some(filter),
+            None if start == limit => Some(&[]),
+            None => None,
+        }
+    }
+
+    /// Whether `key` may be in the data block that starts at `block_offset`: the policy's
+    /// answer from the block's [`filter`](Self::filter), or "may match" where it has none.
+    #[inline]
+    pub fn key_may_match(&self, block_offset: u64, key: &[u8]) -> bool {
+        match self.filter(self.filter_index(block_offset)) {
+            Some(filter) => self.policy.key_may_match(key, filter),
+            None => true,
         }
     }
 
     /// [`key_may_match`](Self::key_may_match) for many `(block_offset, key)` queries:
-    /// `results[i]` answers query `i`. Queries past `results.len()` are not read. Faster
-    /// than one call per query: keys are hashed in groups, so their hashes overlap.
+    /// `results[i]` answers query `i`. Queries past `results.len()` are not read. Each run
+    /// of queries for one filter is answered by the policy's batch query.
     pub fn keys_may_match<'k>(
         &self,
         queries: impl IntoIterator<Item = (u64, &'k [u8])>,
         results: &mut [bool],
     ) {
-        let mut queries = queries.into_iter();
-        let mut hashed = [(0u64, ProbeStart::default()); HASH_GROUP];
-        for results in results.chunks_mut(HASH_GROUP) {
-            let mut n = 0;
-            for (slot, (offset, key)) in hashed.iter_mut().zip(queries.by_ref().take(results.len()))
-            {
-                *slot = (offset, ProbeStart::of(key));
-                n += 1;
-            }
-            for (result, &(offset, start)) in results.iter_mut().zip(&hashed[..n]) {
-                *result = match self.filter_for(offset) {
-                    Ok(filter) => bloom::may_match_hashed(start, filter),
-                    Err(answer) => answer,
-                };
-            }
-            if n < results.len() {
-                break;
-            }
-        }
-    }
-
-    /// [`keys_may_match`](Self::keys_may_match) with the filters read by `policy` (see
-    /// [`key_may_match_with`](Self::key_may_match_with)).
-    pub fn keys_may_match_with<'k>(
-        &self,
-        policy: &FilterPolicy,
-        queries: impl IntoIterator<Item = (u64, &'k [u8])>,
-        results: &mut [bool],
-    ) {
-        match policy {
-            FilterPolicy::Bloom(_) => self.keys_may_match(queries, results),
-            FilterPolicy::Compact(_) => {
-                for (result, (offset, key)) in results.iter_mut().zip(queries) {
-                    *result = self.key_may_match_with(policy, offset, key);
+        let mut queries = queries.into_iter().peekable();
+        let mut answered = 0;
+        while answered < results.len() {
+            let Some(&(offset, _)) = queries.peek() else {
+                return;
+            };
+            let index = self.filter_index(offset);
+            let run = std::iter::from_fn(|| {
+                queries.next_if(|&(offset, _)| self.filter_index(offset) == index)
+            })
+            .map(|(_, key)| key);
+            let results = &mut results[answered..];
+            let read = match self.filter(index) {
+                Some(filter) => {
+                    let mut n = 0;
+                    let run = run.inspect(|_| n += 1);
+                    self.policy.keys_may_match(run, filter, results);
+                    n
                 }
+                None => results.iter_mut().zip(run).map(|(r, _)| *r = true).count(),
+            };
+            if read == 0 {
+                return; // not for this crate's policies, which read a key per result
             }
+            answered += read;
         }
     }
 }
@@ -343,8 +312,13 @@ mod tests {
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }
 
-    fn builder() -> FilterBlockBuilder {
-        FilterBlockBuilder::new(BloomPolicy::new(10).unwrap())
+    const POLICY: BloomPolicy = match BloomPolicy::new(10) {
+        Ok(policy) => policy,
+        Err(_) => panic!("10 bits per key is valid"),
+    };
+
+    fn builder() -> FilterBlockBuilder<BloomPolicy> {
+        FilterBlockBuilder::new(POLICY)
     }
 
     // LevelDB's table/filter_block_test.cc, "EmptyBuilder".
@@ -353,7 +327,7 @@ mod tests {
         let mut b = builder();
         let block = b.finish().unwrap().to_vec();
         assert_eq!(hex(&block), "000000000b");
-        let reader = FilterBlockReader::new(&block);
+        let reader = FilterBlockReader::new(&POLICY, &block);
         assert!(reader.key_may_match(0, b"foo"));
         assert!(reader.key_may_match(100000, b"foo"));
     }
@@ -372,7 +346,7 @@ mod tests {
         b.add_key(b"box").unwrap();
         b.add_key(b"hello").unwrap();
         let block = b.finish().unwrap().to_vec();
-        let r = FilterBlockReader::new(&block);
+        let r = FilterBlockReader::new(&POLICY, &block);
         assert!(r.key_may_match(0, b"foo") && r.key_may_match(2000, b"bar"));
         assert!(r.key_may_match(3100, b"box"));
         // The empty filters of windows 2 and 3 match nothing.
@@ -409,7 +383,7 @@ mod tests {
         }
         let block = b.finish().unwrap().to_vec();
         for block in [&block[..], &block[..block.len() - 3], b"", &[0xff; 12]] {
-            let r = FilterBlockReader::new(block);
+            let r = FilterBlockReader::new(&POLICY, block);
             let queries: Vec<(u64, &[u8])> = (0..100)
                 .map(|i| ((i as u64 * 997) % 80_000, keys[(i * 7) % 100].as_slice()))
                 .collect();
@@ -426,7 +400,7 @@ mod tests {
     #[test]
     fn short_or_inconsistent_blocks_may_match() {
         for block in [&b""[..], b"\0\0\0\x0b", b"\x05\0\0\0\x0b"] {
-            assert!(FilterBlockReader::new(block).key_may_match(0, b"k"));
+            assert!(FilterBlockReader::new(&POLICY, block).key_may_match(0, b"k"));
         }
     }
 }

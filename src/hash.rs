@@ -1,7 +1,7 @@
 //! LevelDB's key hash (`util/hash.cc`): a variant of MurmurHash1.
 
 /// The seed LevelDB's Bloom filter hashes every key with.
-pub const BLOOM_HASH_SEED: u32 = 0xbc9f_1d34;
+pub(crate) const BLOOM_HASH_SEED: u32 = 0xbc9f_1d34;
 
 /// The hash's multiplier.
 pub(crate) const M: u32 = 0xc6a4_a793;
@@ -13,14 +13,7 @@ const R: u32 = 24;
 /// multiplied by `m` and folded with `h >> 16`; 1 to 3 tail bytes are added as **unsigned**
 /// bytes (byte 2 << 16, byte 1 << 8, byte 0), then `h *= m; h ^= h >> 24`. All arithmetic
 /// wraps at 32 bits, including the length, which is taken modulo 2^32.
-///
-/// ```
-/// use leveldb_bloom::hash::{BLOOM_HASH_SEED, hash};
-///
-/// // From LevelDB's util/hash_test.cc.
-/// assert_eq!(hash(&[0xe1, 0x80, 0xb9, 0x32], BLOOM_HASH_SEED), 0xed21633a);
-/// ```
-pub fn hash(data: &[u8], seed: u32) -> u32 {
+pub(crate) fn hash(data: &[u8], seed: u32) -> u32 {
     // Truncating the length first gives the same low 32 bits as LevelDB's size_t product.
     let mut h = seed ^ (data.len() as u32).wrapping_mul(M);
     let mut words = data.chunks_exact(4);
@@ -42,7 +35,7 @@ pub fn hash(data: &[u8], seed: u32) -> u32 {
 }
 
 /// The hash LevelDB's Bloom filter uses for a key: [`hash`] with [`BLOOM_HASH_SEED`].
-pub fn bloom_hash(key: &[u8]) -> u32 {
+pub(crate) fn bloom_hash(key: &[u8]) -> u32 {
     hash(key, BLOOM_HASH_SEED)
 }
 

@@ -1,114 +1,99 @@
-//! Either filter format behind one type: what the filter block builder and the C API hold.
+//! What every filter policy does, as LevelDB's `leveldb::FilterPolicy` says it (its name,
+//! `CreateFilter`, `KeyMayMatch`), with the sizes and batch queries a C caller needs.
+//! [`BloomPolicy`](crate::BloomPolicy) and [`CompactPolicy`](crate::CompactPolicy) implement
+//! it, and [`Counted`](crate::Counted) wraps either to count what it does.
 
-use crate::bloom::BloomPolicy;
-use crate::compact::CompactPolicy;
 use crate::error::Error;
-use crate::filter::{FilterFormat, sealed::WriteFilter};
 
-/// A filter format: LevelDB's Bloom filters, or the opt-in compact filters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// `leveldb.BuiltinBloomFilter2` Bloom filters, byte-identical to LevelDB's.
-    Bloom,
-    /// Compact filters (`docs/compact-format.md`); stock LevelDB reads them as "may match".
-    Compact,
+/// The policy name LevelDB stores in a table's metaindex (`"filter." + NAME`), the same for
+/// every format: a compact policy keeps reading existing tables' Bloom filters.
+pub const NAME: &str = "leveldb.BuiltinBloomFilter2";
+
+/// The filter-building step each format supplies. Sealed: only this crate's formats exist,
+/// and the C API relies on every filter they build being exactly `filter_len` bytes.
+pub(crate) mod sealed {
+    use crate::error::Error;
+
+    pub trait WriteFilter {
+        /// Writes the filter for `keys` into `filter`, which is zeroed and exactly
+        /// `filter_len(keys.len())` bytes long. Only allocation can fail.
+        fn write_filter<I>(&self, keys: I, filter: &mut [u8]) -> Result<(), Error>
+        where
+            I: ExactSizeIterator,
+            I::Item: AsRef<[u8]>;
+    }
 }
 
-/// A filter policy of either format. Both are named `leveldb.BuiltinBloomFilter2`.
+/// A filter policy: how long the filter for `n` keys is, how it is built, how it answers.
 ///
 /// ```
-/// use leveldb_bloom::{FilterFormat, FilterPolicy, Format};
+/// use leveldb_bloom::{BloomPolicy, FilterPolicy};
 ///
-/// let policy = FilterPolicy::for_fp_rate(0.005, Format::Compact)?;
+/// let policy = BloomPolicy::new(10)?;
 /// let mut filter = Vec::new();
-/// policy.create_filter(["a", "b"], &mut filter)?;
-/// assert!(policy.key_may_match(b"a", &filter));
+/// policy.create_filter(["hello", "world"], &mut filter)?;
+/// assert_eq!(filter.len(), policy.filter_len(2)?);
+/// assert!(policy.key_may_match(b"hello", &filter));
 /// # Ok::<(), leveldb_bloom::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum FilterPolicy {
-    /// Builds LevelDB's Bloom filters and answers every filter as LevelDB does.
-    Bloom(BloomPolicy),
-    /// Builds compact filters; answers them, and LevelDB's Bloom filters as LevelDB does.
-    Compact(CompactPolicy),
-}
+pub trait FilterPolicy: sealed::WriteFilter {
+    /// The length in bytes of the filter for `num_keys` keys (duplicates count). A size that
+    /// overflows `usize` is [`Error::TooLarge`].
+    fn filter_len(&self, num_keys: usize) -> Result<usize, Error>;
 
-impl FilterPolicy {
-    /// The policy of `format` with the fewest bits per key expected to reach `fp_rate`
-    /// (see [`BloomPolicy::for_fp_rate`] and [`CompactPolicy::for_fp_rate`]).
-    pub fn for_fp_rate(fp_rate: f64, format: Format) -> Result<Self, Error> {
-        Ok(match format {
-            Format::Bloom => FilterPolicy::Bloom(BloomPolicy::for_fp_rate(fp_rate)?),
-            Format::Compact => FilterPolicy::Compact(CompactPolicy::for_fp_rate(fp_rate)?),
-        })
-    }
+    /// Whether `key` may be in `filter`, whatever the filter's bytes: `false` only when the
+    /// key is certainly absent.
+    fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool;
 
-    /// The format of the filters this policy builds.
-    pub fn format(&self) -> Format {
-        match self {
-            FilterPolicy::Bloom(_) => Format::Bloom,
-            FilterPolicy::Compact(_) => Format::Compact,
-        }
-    }
-
-    /// The bits per key the policy was created with (or chose).
-    pub fn bits_per_key(&self) -> f64 {
-        match self {
-            FilterPolicy::Bloom(p) => f64::from(p.bits_per_key()),
-            FilterPolicy::Compact(p) => p.bits_per_key(),
-        }
-    }
-}
-
-/// Runs `$call` with `$p` bound to the policy, whichever its format.
-macro_rules! dispatch {
-    ($policy:expr, $p:ident => $call:expr) => {
-        match $policy {
-            FilterPolicy::Bloom($p) => $call,
-            FilterPolicy::Compact($p) => $call,
-        }
-    };
-}
-
-impl FilterFormat for FilterPolicy {
-    /// The same for both formats at the same bits per key.
-    fn filter_len(&self, num_keys: usize) -> Result<usize, Error> {
-        dispatch!(self, p => p.filter_len(num_keys))
-    }
-
-    #[inline]
-    fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
-        dispatch!(self, p => p.key_may_match(key, filter))
-    }
-
+    /// [`key_may_match`](Self::key_may_match) for many keys against one `filter`:
+    /// `results[i]` answers key `i`. Keys past `results.len()` are not read; results past
+    /// the keys are left alone.
     fn keys_may_match<'k>(
         &self,
         keys: impl IntoIterator<Item = &'k [u8]>,
         filter: &[u8],
         results: &mut [bool],
-    ) {
-        dispatch!(self, p => p.keys_may_match(keys, filter, results))
-    }
-}
+    );
 
-impl WriteFilter for FilterPolicy {
-    fn write_filter<I>(&self, keys: I, filter: &mut [u8]) -> Result<(), Error>
+    /// The policy name, [`NAME`], for every format.
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    /// Builds the filter for `keys` and **appends** it to `dst`, as LevelDB's `CreateFilter`
+    /// does. On error `dst` is unchanged.
+    fn create_filter<I>(&self, keys: I, dst: &mut Vec<u8>) -> Result<(), Error>
     where
-        I: ExactSizeIterator,
-        I::Item: AsRef<[u8]>,
+        I: IntoIterator<IntoIter: ExactSizeIterator, Item: AsRef<[u8]>>,
     {
-        dispatch!(self, p => p.write_filter(keys, filter))
+        let keys = keys.into_iter();
+        let len = self.filter_len(keys.len())?;
+        dst.try_reserve_exact(len).map_err(|_| Error::OutOfMemory)?;
+        let start = dst.len();
+        dst.resize(start + len, 0);
+        let written = self.write_filter(keys, &mut dst[start..]);
+        if written.is_err() {
+            dst.truncate(start);
+        }
+        written
     }
-}
 
-impl From<BloomPolicy> for FilterPolicy {
-    fn from(policy: BloomPolicy) -> Self {
-        FilterPolicy::Bloom(policy)
-    }
-}
-
-impl From<CompactPolicy> for FilterPolicy {
-    fn from(policy: CompactPolicy) -> Self {
-        FilterPolicy::Compact(policy)
+    /// Builds the filter for `keys` into the start of `out` and returns its length, for
+    /// callers that bring their own memory. Every byte of the filter is written; bytes of
+    /// `out` past it are left alone. If `out` is shorter than
+    /// [`filter_len`](Self::filter_len), nothing is written and the error says how many
+    /// bytes are needed.
+    fn create_filter_into<I>(&self, keys: I, out: &mut [u8]) -> Result<usize, Error>
+    where
+        I: IntoIterator<IntoIter: ExactSizeIterator, Item: AsRef<[u8]>>,
+    {
+        let keys = keys.into_iter();
+        let needed = self.filter_len(keys.len())?;
+        let Some(filter) = out.get_mut(..needed) else {
+            return Err(Error::BufferTooSmall { needed });
+        };
+        filter.fill(0);
+        self.write_filter(keys, filter)?;
+        Ok(needed)
     }
 }

@@ -1,4 +1,5 @@
-//! Filter statistics: per-policy counters and process-wide totals.
+//! Filter statistics: a policy that counts what it does ([`Counted`]), and the process-wide
+//! totals of every counting policy ([`global_stats`]).
 //!
 //! Counting sits on the query path, so it must cost next to nothing even when every thread
 //! queries the same policy. Every [`Stats`] has 64 shards of two cache lines each. A thread
@@ -11,6 +12,103 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::error::Error;
+use crate::policy::{FilterPolicy, sealed::WriteFilter};
+
+/// A policy that counts what it does, in counts of its own and in the process-wide ones
+/// ([`global_stats`]). Clones share the counts: a
+/// [`FilterBlockBuilder`](crate::FilterBlockBuilder) given a clone counts as its policy.
+///
+/// ```
+/// use leveldb_bloom::{BloomPolicy, Counted, FilterPolicy};
+///
+/// let policy = Counted::new(BloomPolicy::new(10)?);
+/// let mut filter = Vec::new();
+/// policy.create_filter(["a", "b", "c"], &mut filter)?;
+/// policy.key_may_match(b"a", &filter);
+/// let stats = policy.stats();
+/// assert_eq!((stats.filters_built, stats.keys_added, stats.queries), (1, 3, 1));
+/// assert_eq!(stats.no_match, 0); // "a" is in the filter
+/// # Ok::<(), leveldb_bloom::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Counted<P> {
+    policy: P,
+    stats: Stats,
+}
+
+impl<P> Counted<P> {
+    /// `policy`, counting from zero.
+    pub fn new(policy: P) -> Self {
+        Counted {
+            policy,
+            stats: Stats::new(),
+        }
+    }
+
+    /// The policy that answers.
+    pub fn policy(&self) -> &P {
+        &self.policy
+    }
+
+    /// The counts since creation or the last [`reset_stats`](Self::reset_stats), this
+    /// policy's clones' included. Counting is thread-safe; a snapshot taken while other
+    /// threads count sees each counter at some moment during the call.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.stats.snapshot()
+    }
+
+    /// Restarts this policy's counts from zero; the process-wide counts keep theirs.
+    pub fn reset_stats(&self) {
+        self.stats.reset()
+    }
+
+    /// Counts queries answered for this policy without asking it (the C API's filter block
+    /// queries where the block has no filter).
+    pub(crate) fn count_queries(&self, answers: &[bool]) {
+        self.stats.record_queries(answers)
+    }
+}
+
+impl<P: FilterPolicy> WriteFilter for Counted<P> {
+    fn write_filter<I>(&self, keys: I, filter: &mut [u8]) -> Result<(), Error>
+    where
+        I: ExactSizeIterator,
+        I::Item: AsRef<[u8]>,
+    {
+        let num_keys = keys.len();
+        self.policy.write_filter(keys, filter)?;
+        self.stats.record_filter(num_keys);
+        Ok(())
+    }
+}
+
+impl<P: FilterPolicy> FilterPolicy for Counted<P> {
+    fn filter_len(&self, num_keys: usize) -> Result<usize, Error> {
+        self.policy.filter_len(num_keys)
+    }
+
+    #[inline]
+    fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
+        let may_match = self.policy.key_may_match(key, filter);
+        self.stats.record_query(may_match);
+        may_match
+    }
+
+    fn keys_may_match<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+        filter: &[u8],
+        results: &mut [bool],
+    ) {
+        let mut answered = 0;
+        let keys = keys.into_iter().inspect(|_| answered += 1);
+        self.policy.keys_may_match(keys, filter, results);
+        self.stats
+            .record_queries(&results[..answered.min(results.len())]);
+    }
+}
 
 /// Shards a thread can own: a power of two, so that masking an index proves it in bounds.
 const SHARDS: usize = 64;
@@ -64,22 +162,9 @@ impl StatsSnapshot {
 #[repr(align(128))]
 struct Shards([AtomicU64; (SHARDS + 1) * STRIDE]);
 
-/// The counters of one policy: a handle that clones cheaply (a filter block builder keeps
-/// one, so its filters count as its policy's). The counts join the process-wide totals
-/// ([`global_snapshot`]) and stay there after the last handle is dropped.
-///
-/// ```
-/// use leveldb_bloom::Stats;
-///
-/// let stats = Stats::new();
-/// stats.record_filter(3);
-/// stats.record_query(false);
-/// let now = stats.snapshot();
-/// assert_eq!((now.filters_built, now.keys_added, now.queries, now.no_match), (1, 3, 1, 1));
-/// stats.reset();
-/// assert_eq!(stats.snapshot().queries, 0);
-/// ```
-pub struct Stats {
+/// The counters of one policy: a handle that clones cheaply. The counts join the
+/// process-wide totals ([`global_stats`]) and stay there after the last handle is dropped.
+pub(crate) struct Stats {
     counts: Arc<Counts>,
 }
 
@@ -93,7 +178,7 @@ struct Counts {
 
 impl Stats {
     /// New counters at zero, registered in the process-wide totals.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let counts = Arc::new(Counts {
             shards: Shards(std::array::from_fn(|_| AtomicU64::new(0))),
             baseline: Mutex::new(StatsSnapshot::default()),
@@ -104,7 +189,7 @@ impl Stats {
     }
 
     /// Counts a filter built over `keys` keys.
-    pub fn record_filter(&self, keys: usize) {
+    pub(crate) fn record_filter(&self, keys: usize) {
         self.counts.add(FILTERS_BUILT, 1);
         self.counts.add(KEYS_ADDED, keys as u64);
     }
@@ -112,7 +197,7 @@ impl Stats {
     /// Counts a query and its answer. (A build with `--cfg leveldb_bloom_uncounted`, made
     /// only by `scripts/bench stats`, leaves this out to measure its cost.)
     #[inline]
-    pub fn record_query(&self, may_match: bool) {
+    pub(crate) fn record_query(&self, may_match: bool) {
         #[cfg(not(leveldb_bloom_uncounted))]
         // A branch, not an index computed from the answer nor an add of it: the stores then
         // need not wait for the probes (docs/performance-notes.md, "Statistics").
@@ -123,7 +208,7 @@ impl Stats {
     }
 
     /// Counts a batch of queries by their answers.
-    pub fn record_queries(&self, answers: &[bool]) {
+    pub(crate) fn record_queries(&self, answers: &[bool]) {
         let may_match = answers.iter().filter(|&&a| a).count();
         self.counts.add(MAY_MATCH, may_match as u64);
         self.counts
@@ -131,7 +216,7 @@ impl Stats {
     }
 
     /// The counts since creation or the last [`reset`](Self::reset).
-    pub fn snapshot(&self) -> StatsSnapshot {
+    pub(crate) fn snapshot(&self) -> StatsSnapshot {
         // The baseline lock is held while summing: a reset in between would otherwise store a
         // baseline above the sum, and the difference would wrap to near 2^64.
         let baseline = lock(&self.counts.baseline);
@@ -139,15 +224,9 @@ impl Stats {
     }
 
     /// Restarts these counts from zero; the process-wide totals keep theirs.
-    pub fn reset(&self) {
+    pub(crate) fn reset(&self) {
         let mut baseline = lock(&self.counts.baseline);
         *baseline = self.counts.total();
-    }
-}
-
-impl Default for Stats {
-    fn default() -> Self {
-        Stats::new()
     }
 }
 
@@ -229,9 +308,9 @@ impl Counts {
     }
 }
 
-/// The process-wide counts since start or the last [`global_reset`]: every policy's, the
-/// dropped ones' included.
-pub fn global_snapshot() -> StatsSnapshot {
+/// The process-wide counts since start or the last [`reset_global_stats`]: every counting
+/// policy's ([`Counted`], and the C API's), the dropped ones' included.
+pub fn global_stats() -> StatsSnapshot {
     let registry = registry();
     let total = registry
         .live
@@ -241,7 +320,7 @@ pub fn global_snapshot() -> StatsSnapshot {
 }
 
 /// Restarts the process-wide counts from zero; per-policy counts keep theirs.
-pub fn global_reset() {
+pub fn reset_global_stats() {
     let mut registry = registry();
     let total = registry
         .live

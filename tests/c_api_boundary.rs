@@ -1,7 +1,8 @@
 //! Every exported function at the edges of its contract: NULL in each pointer argument,
-//! zero and maximal lengths, negative counts for LevelDB's callback API. Each row states the
-//! documented answer; all rows run and every mismatch is reported. The rows of the functions
-//! that take a policy are written once and run for each policy kind.
+//! zero and maximal lengths, negative counts for LevelDB's callback API. Each row is a call
+//! as written (its name in a failure report), what it returned, and the documented answer;
+//! all rows of a test run and every mismatch is reported. The rows of the functions that
+//! take a policy are written once and run for each policy kind.
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::ptr::{null, null_mut};
@@ -11,7 +12,7 @@ use leveldb_bloom::ffi::*;
 
 mod common;
 use common::PolicyKind;
-use leveldb_bloom::{CompactPolicy, FilterBlockBuilder, FilterFormat, compact};
+use leveldb_bloom::{BloomPolicy, CompactPolicy, FilterBlockBuilder, FilterPolicy, compact};
 
 /// What a call returned, in a comparable form.
 #[derive(Debug, PartialEq)]
@@ -31,6 +32,16 @@ enum Answer {
     Float(f64),
 }
 use Answer::*;
+
+/// A call as written, what it returned, and the documented answer.
+type Row = (String, Answer, Answer);
+
+/// The row of the call `$got`, named by its own text.
+macro_rules! row {
+    ($got:expr, $want:expr $(,)?) => {
+        (stringify!($got).to_owned(), $got, $want)
+    };
+}
 
 const OK: Answer = Status(LEVELDB_BLOOM_OK);
 const NULL_ARG: Answer = Status(LEVELDB_BLOOM_ERR_NULL_ARGUMENT);
@@ -83,160 +94,316 @@ unsafe fn take_filter(filter: *mut c_char, len: usize) -> Answer {
     }
 }
 
-#[test]
-fn every_policy_kind_answers_as_documented_at_its_edges() {
-    for kind in PolicyKind::all() {
-        every_per_policy_function_at_its_edges(&kind);
+/// A batch call's status and its `n` results, which start as 0x55 (so that what the call
+/// left alone shows).
+fn results(n: usize, call: &mut dyn FnMut(*mut u8) -> c_int) -> Answer {
+    let mut r = vec![0x55u8; n];
+    let code = call(r.as_mut_ptr());
+    let Status(s) = status(code) else {
+        unreachable!()
+    };
+    Batch(s, r)
+}
+
+/// A live policy of one kind, the keys and filters the rows ask about, and the caller's
+/// buffers the rows write.
+struct Fixture<'k, P> {
+    kind: &'k PolicyKind<P>,
+    p: *mut leveldb_bloom_policy,
+    /// A filter block builder of `p`.
+    b: *mut leveldb_bloom_filter_block_builder,
+    key: &'static [u8],
+    /// Certainly absent from `filter`.
+    absent: [u8; 4],
+    /// Of `key`, as the Rust policy builds it.
+    filter: Vec<u8>,
+    no_keys_filter: Vec<u8>,
+    empty_key_filter: Vec<u8>,
+    /// Window 0 holds the empty key and `key`; windows 1 (offsets 2048..4095) to
+    /// `LAST_WINDOW` are empty; past them every key may match.
+    rust_block: Vec<u8>,
+    buf: [u8; 64],
+    len: usize,
+    block: *const u8,
+    block_len: usize,
+    stats: leveldb_bloom_stats,
+}
+
+/// The offset of the last window of `Fixture::rust_block`.
+const LAST_WINDOW_OFFSET: u64 = u64::MAX >> 40;
+
+/// The pointers and lengths the rows pass, named as the rows name them.
+#[derive(Clone, Copy)]
+struct Args {
+    p: *mut leveldb_bloom_policy,
+    state: *mut c_void,
+    b: *mut leveldb_bloom_filter_block_builder,
+    keys: [*const c_char; 1],
+    lens: [usize; 1],
+    huge_lens: [usize; 1],
+    null_key: [*const c_char; 1],
+    slices: [leveldb_bloom_slice; 1],
+    null_slice: [leveldb_bloom_slice; 1],
+    absent_keys: [*const c_char; 1],
+    k: *const c_char,
+    kl: usize,
+    a: *const c_char,
+    al: usize,
+    f: *const u8,
+    fl: usize,
+}
+
+impl<'k, P: FilterPolicy + Clone> Fixture<'k, P> {
+    fn new(kind: &'k PolicyKind<P>) -> Self {
+        let p = kind.create();
+        assert!(!p.is_null());
+        let key: &'static [u8] = b"present";
+        let filter = rust_filter(&kind.rust, &[key]);
+        let absent = (0..1000u32)
+            .map(u32::to_le_bytes)
+            .find(|k| !kind.rust.key_may_match(k, &filter))
+            .expect("some key is certainly absent");
+        let mut rust_block = FilterBlockBuilder::new(kind.rust.clone());
+        rust_block.start_block(0).unwrap();
+        rust_block.add_key(b"").unwrap();
+        rust_block.add_key(key).unwrap();
+        rust_block.start_block(4096).unwrap();
+        rust_block.start_block(LAST_WINDOW_OFFSET).unwrap();
+        let rust_block = rust_block.finish().unwrap().to_vec();
+        Fixture {
+            kind,
+            p,
+            // SAFETY: a live policy.
+            b: unsafe { leveldb_bloom_filter_block_builder_create(p) },
+            key,
+            absent,
+            filter,
+            no_keys_filter: rust_filter(&kind.rust, &[]),
+            empty_key_filter: rust_filter(&kind.rust, &[b""]),
+            rust_block,
+            buf: [0; 64],
+            len: 0,
+            block: null(),
+            block_len: 0,
+            stats: leveldb_bloom_stats::default(),
+        }
+    }
+
+    fn args(&self) -> Args {
+        let k = self.key.as_ptr().cast::<c_char>();
+        let a = self.absent.as_ptr().cast::<c_char>();
+        Args {
+            p: self.p,
+            state: self.p.cast(),
+            b: self.b,
+            keys: [k],
+            lens: [self.key.len()],
+            huge_lens: [usize::MAX],
+            null_key: [null()],
+            slices: [leveldb_bloom_slice {
+                data: k,
+                len: self.key.len(),
+            }],
+            null_slice: [leveldb_bloom_slice {
+                data: null(),
+                len: 3,
+            }],
+            absent_keys: [a],
+            k,
+            kl: self.key.len(),
+            a,
+            al: self.absent.len(),
+            f: self.filter.as_ptr(),
+            fl: self.filter.len(),
+        }
+    }
+
+    /// The Rust policy's filter of `keys`.
+    fn rust_filter(&self, keys: &[&[u8]]) -> Vec<u8> {
+        rust_filter(&self.kind.rust, keys)
+    }
+
+    /// Runs `rows` on this fixture and fails with every row that differs.
+    fn check(mut self, rows: unsafe fn(&mut Self) -> Vec<Row>) {
+        // SAFETY: the rows pass the fixture's live pointers with their true lengths, and
+        // NULLs and impossible lengths, which the library must refuse before reading
+        // anything.
+        let rows = unsafe { rows(&mut self) };
+        let name = self.kind.name;
+        assert_rows(
+            &rows
+                .into_iter()
+                .map(|(what, got, want)| (format!("{name}: {what}"), got, want))
+                .collect::<Vec<_>>(),
+        );
     }
 }
 
-/// Every function that takes a policy (or its builder, or its filters), given a policy of
-/// `kind`: each pointer NULL, zero and maximal lengths, negative counts, and the answers on
-/// present and absent keys.
-fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
-    let p = kind.create();
-    assert!(!p.is_null());
-    let rust_filter = |keys: &[&[u8]]| {
-        let mut f = Vec::new();
-        kind.rust.create_filter(keys, &mut f).unwrap();
-        f
-    };
-    let key: &[u8] = b"present";
-    let keys = [key.as_ptr().cast::<c_char>()];
-    let lens = [key.len()];
-    let huge_lens = [usize::MAX];
-    let null_key = [null::<c_char>()];
-    let slices = [leveldb_bloom_slice {
-        data: keys[0],
-        len: key.len(),
-    }];
-    let null_slice = [leveldb_bloom_slice {
-        data: null(),
-        len: 3,
-    }];
-    let filter = rust_filter(&[key]);
-    let no_keys_filter = rust_filter(&[]);
-    let empty_key_filter = rust_filter(&[b""]);
-    let absent = (0..1000u32)
-        .map(u32::to_le_bytes)
-        .find(|k| !kind.rust.key_may_match(k, &filter))
-        .expect("some key is certainly absent");
-    let absent_keys = [absent.as_ptr().cast::<c_char>()];
-    let (f, fl) = (filter.as_ptr(), filter.len());
-    let (k, kl) = (keys[0], key.len());
-    let (a, al) = (absent_keys[0], absent.len());
-    let state = p.cast::<c_void>();
-    let mut buf = [0u8; 64];
-    let mut len = 0usize;
-    // Filter block: window 0 holds the empty key and `key`; windows 1 (offsets 2048..4095)
-    // to 8191 are empty; past them every key may match.
-    let last_window_offset = u64::MAX >> 40;
-    let mut rust_block = FilterBlockBuilder::new(kind.rust);
-    rust_block.start_block(0).unwrap();
-    rust_block.add_key(b"").unwrap();
-    rust_block.add_key(key).unwrap();
-    rust_block.start_block(4096).unwrap();
-    rust_block.start_block(last_window_offset).unwrap();
-    let rust_block = rust_block.finish().unwrap().to_vec();
-    // SAFETY: a live policy.
-    let b = unsafe { leveldb_bloom_filter_block_builder_create(p) };
-    let (mut block, mut block_len) = (null::<u8>(), 0usize);
-    let mut stats = leveldb_bloom_stats::default();
+impl<P> Drop for Fixture<'_, P> {
+    fn drop(&mut self) {
+        // SAFETY: created by `new`, destroyed once.
+        unsafe {
+            leveldb_bloom_filter_block_builder_destroy(self.b);
+            leveldb_bloom_policy_destroy(self.p);
+        }
+    }
+}
 
-    // SAFETY: every non-NULL pointer below is valid for the length given with it, as the
-    // contract requires; the rows probe NULLs and impossible lengths, which the library must
-    // refuse before reading anything.
-    let rows: Vec<(String, Answer, Answer)> = unsafe {
-        let results = |n: usize, call: &mut dyn FnMut(*mut u8) -> c_int| {
-            let mut r = vec![0x55u8; n];
-            let code = call(r.as_mut_ptr());
-            let Status(s) = status(code) else {
-                unreachable!()
-            };
-            Batch(s, r)
-        };
+fn rust_filter<P: FilterPolicy>(policy: &P, keys: &[&[u8]]) -> Vec<u8> {
+    let mut f = Vec::new();
+    policy.create_filter(keys, &mut f).unwrap();
+    f
+}
+
+#[test]
+fn sizes_at_the_edges() {
+    fn run<P: FilterPolicy + Clone>(kind: &PolicyKind<P>) {
+        Fixture::new(kind).check(sizes_rows);
+    }
+    for_each_policy_kind!(run);
+}
+
+#[test]
+fn create_filter_at_the_edges() {
+    fn run<P: FilterPolicy + Clone>(kind: &PolicyKind<P>) {
+        Fixture::new(kind).check(create_filter_rows);
+    }
+    for_each_policy_kind!(run);
+}
+
+#[test]
+fn queries_at_the_edges() {
+    fn run<P: FilterPolicy + Clone>(kind: &PolicyKind<P>) {
+        Fixture::new(kind).check(query_rows);
+    }
+    for_each_policy_kind!(run);
+}
+
+#[test]
+fn callbacks_at_the_edges() {
+    fn run<P: FilterPolicy + Clone>(kind: &PolicyKind<P>) {
+        Fixture::new(kind).check(callback_rows);
+    }
+    for_each_policy_kind!(run);
+}
+
+#[test]
+fn filter_block_builder_at_the_edges() {
+    fn run<P: FilterPolicy + Clone>(kind: &PolicyKind<P>) {
+        Fixture::new(kind).check(builder_rows);
+    }
+    for_each_policy_kind!(run);
+}
+
+#[test]
+fn filter_block_queries_at_the_edges() {
+    fn run<P: FilterPolicy + Clone>(kind: &PolicyKind<P>) {
+        Fixture::new(kind).check(block_query_rows);
+    }
+    for_each_policy_kind!(run);
+}
+
+/// Every function's work is counted alike, for each policy kind: the rows of the other
+/// tests, then the statistics.
+#[test]
+fn statistics_at_the_edges() {
+    fn run<P: FilterPolicy + Clone>(kind: &PolicyKind<P>) {
+        Fixture::new(kind).check(|fx| {
+            // SAFETY: as `Fixture::check` says.
+            unsafe {
+                let mut rows = create_filter_rows(fx);
+                rows.extend(callback_rows(fx));
+                rows.extend(builder_rows(fx));
+                rows.extend(stats_rows(fx));
+                rows
+            }
+        });
+    }
+    for_each_policy_kind!(run);
+}
+
+/// Sizes: LevelDB's Bloom filter sizes, for both formats.
+unsafe fn sizes_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<Row> {
+    let Args { p, .. } = fx.args();
+    // SAFETY: as `Fixture::check` says.
+    unsafe {
         vec![
-            // Sizes: LevelDB's Bloom filter sizes, for both formats.
-            (
-                "filter_len(p, 0)",
-                Size(leveldb_bloom_filter_len(p, 0)),
-                Size(9),
-            ),
-            (
-                "filter_len(p, 1)",
-                Size(leveldb_bloom_filter_len(p, 1)),
-                Size(9),
-            ),
-            (
-                "filter_len(p, 100)",
-                Size(leveldb_bloom_filter_len(p, 100)),
-                Size(126),
-            ),
-            (
-                "filter_len(p, SIZE_MAX)",
-                Size(leveldb_bloom_filter_len(p, usize::MAX)),
-                Size(0),
-            ),
-            (
-                "policy_name(p)",
+            row!(Size(leveldb_bloom_filter_len(p, 0)), Size(9)),
+            row!(Size(leveldb_bloom_filter_len(p, 1)), Size(9)),
+            row!(Size(leveldb_bloom_filter_len(p, 100)), Size(126)),
+            row!(Size(leveldb_bloom_filter_len(p, usize::MAX)), Size(0)),
+            row!(
                 text(leveldb_bloom_policy_name(p)),
-                Text("leveldb.BuiltinBloomFilter2"),
+                Text("leveldb.BuiltinBloomFilter2")
             ),
-            // create_filter: each pointer NULL, then lengths.
-            (
-                "create_filter(policy NULL)",
+        ]
+    }
+}
+
+/// `create_filter` and `create_filter_slices`: each pointer NULL, then lengths.
+unsafe fn create_filter_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<Row> {
+    let Args {
+        p,
+        keys,
+        lens,
+        huge_lens,
+        null_key,
+        slices,
+        null_slice,
+        ..
+    } = fx.args();
+    // SAFETY: as `Fixture::check` says.
+    unsafe {
+        vec![
+            row!(
                 status(leveldb_bloom_create_filter(
                     null(),
                     keys.as_ptr(),
                     lens.as_ptr(),
                     1,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                     64,
-                    &mut len,
+                    &mut fx.len,
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "create_filter(keys NULL)",
+            row!(
                 status(leveldb_bloom_create_filter(
                     p,
                     null(),
                     lens.as_ptr(),
                     1,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                     64,
-                    &mut len,
+                    &mut fx.len,
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "create_filter(key_lens NULL)",
+            row!(
                 status(leveldb_bloom_create_filter(
                     p,
                     keys.as_ptr(),
                     null(),
                     1,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                     64,
-                    &mut len,
+                    &mut fx.len,
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "create_filter(key NULL, len 3)",
+            row!(
                 status(leveldb_bloom_create_filter(
                     p,
                     null_key.as_ptr(),
                     [3usize].as_ptr(),
                     1,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                     64,
-                    &mut len,
+                    &mut fx.len,
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "create_filter(out NULL, cap 64)",
+            row!(
                 status(leveldb_bloom_create_filter(
                     p,
                     keys.as_ptr(),
@@ -244,43 +411,41 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     1,
                     null_mut(),
                     64,
-                    &mut len,
+                    &mut fx.len,
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "create_filter(out_len NULL)",
+            row!(
                 status(leveldb_bloom_create_filter(
                     p,
                     keys.as_ptr(),
                     lens.as_ptr(),
                     1,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                     64,
                     null_mut(),
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "create_filter(0 keys, arrays NULL)",
+            row!(
                 status(leveldb_bloom_create_filter(
                     p,
                     null(),
                     null(),
                     0,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                     64,
-                    &mut len,
+                    &mut fx.len,
                 )),
-                OK,
+                OK
             ),
-            (
-                "  ... its bytes",
-                Filter(buf[..len].to_vec()),
-                Filter(no_keys_filter.clone()),
+            // its bytes
+            row!(
+                Filter(fx.buf[..fx.len].to_vec()),
+                Filter(fx.no_keys_filter.clone())
             ),
-            (
-                "create_filter(out NULL, cap 0): size query",
+            // size query
+            row!(
                 status(leveldb_bloom_create_filter(
                     p,
                     keys.as_ptr(),
@@ -288,201 +453,204 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     1,
                     null_mut(),
                     0,
-                    &mut len,
+                    &mut fx.len,
                 )),
-                TOO_SMALL,
+                TOO_SMALL
             ),
-            ("  ... needed length", Size(len), Size(9)),
-            (
-                "create_filter(cap 8: one short)",
+            // needed length
+            row!(Size(fx.len), Size(9)),
+            row!(
                 {
-                    buf.fill(0xa5);
+                    fx.buf.fill(0xa5);
                     status(leveldb_bloom_create_filter(
                         p,
                         keys.as_ptr(),
                         lens.as_ptr(),
                         1,
-                        buf.as_mut_ptr(),
+                        fx.buf.as_mut_ptr(),
                         8,
-                        &mut len,
+                        &mut fx.len,
                     ))
                 },
-                TOO_SMALL,
+                TOO_SMALL
             ),
-            ("  ... needed length", Size(len), Size(9)),
-            (
-                "  ... nothing written",
-                Bool(buf.iter().all(|&b| b == 0xa5)),
-                Bool(true),
-            ),
-            (
-                "create_filter(key len SIZE_MAX)",
+            // needed length
+            row!(Size(fx.len), Size(9)),
+            // nothing written
+            row!(Bool(fx.buf.iter().all(|&b| b == 0xa5)), Bool(true)),
+            row!(
                 status(leveldb_bloom_create_filter(
                     p,
                     keys.as_ptr(),
                     huge_lens.as_ptr(),
                     1,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                     64,
-                    &mut len,
+                    &mut fx.len,
                 )),
-                INVALID,
+                INVALID
             ),
-            (
-                "create_filter(num_keys SIZE_MAX)",
+            row!(
                 status(leveldb_bloom_create_filter(
                     p,
                     keys.as_ptr(),
                     lens.as_ptr(),
                     usize::MAX,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                     64,
-                    &mut len,
+                    &mut fx.len,
                 )),
-                INVALID,
+                INVALID
             ),
-            (
-                "create_filter(NULL key, len 0)",
+            row!(
                 status(leveldb_bloom_create_filter(
                     p,
                     null_key.as_ptr(),
                     [0usize].as_ptr(),
                     1,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                     64,
-                    &mut len,
+                    &mut fx.len,
                 )),
-                OK,
+                OK
             ),
-            (
-                "  ... the empty key's filter",
-                Filter(buf[..len].to_vec()),
-                Filter(empty_key_filter.clone()),
+            // the empty key's filter
+            row!(
+                Filter(fx.buf[..fx.len].to_vec()),
+                Filter(fx.empty_key_filter.clone())
             ),
-            (
-                "create_filter(one key)",
+            row!(
                 {
-                    buf.fill(0xa5);
+                    fx.buf.fill(0xa5);
                     status(leveldb_bloom_create_filter(
                         p,
                         keys.as_ptr(),
                         lens.as_ptr(),
                         1,
-                        buf.as_mut_ptr(),
+                        fx.buf.as_mut_ptr(),
                         64,
-                        &mut len,
+                        &mut fx.len,
                     ))
                 },
-                OK,
+                OK
             ),
-            (
-                "  ... its bytes",
-                Filter(buf[..len].to_vec()),
-                Filter(filter.clone()),
+            // its bytes
+            row!(Filter(fx.buf[..fx.len].to_vec()), Filter(fx.filter.clone())),
+            // nothing past them
+            row!(
+                Bool(fx.buf[fx.len..].iter().all(|&b| b == 0xa5)),
+                Bool(true)
             ),
-            (
-                "  ... nothing past them",
-                Bool(buf[len..].iter().all(|&b| b == 0xa5)),
-                Bool(true),
+            // a compact marker exactly when the policy is compact
+            row!(
+                Bool(compact::is_compact(&fx.buf[..fx.len])),
+                Bool(fx.kind.name == "compact")
             ),
-            (
-                "  ... a compact marker exactly when the policy is compact",
-                Bool(compact::is_compact(&buf[..len])),
-                Bool(kind.name() == "compact"),
-            ),
-            (
-                "create_filter_slices(policy NULL)",
+            row!(
                 status(leveldb_bloom_create_filter_slices(
                     null(),
                     slices.as_ptr(),
                     1,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                     64,
-                    &mut len,
+                    &mut fx.len,
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "create_filter_slices(keys NULL)",
+            row!(
                 status(leveldb_bloom_create_filter_slices(
                     p,
                     null(),
                     1,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                     64,
-                    &mut len,
+                    &mut fx.len,
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "create_filter_slices(slice data NULL, len 3)",
+            row!(
                 status(leveldb_bloom_create_filter_slices(
                     p,
                     null_slice.as_ptr(),
                     1,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                     64,
-                    &mut len,
+                    &mut fx.len,
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "create_filter_slices(num_keys SIZE_MAX)",
+            row!(
                 status(leveldb_bloom_create_filter_slices(
                     p,
                     slices.as_ptr(),
                     usize::MAX,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                     64,
-                    &mut len,
+                    &mut fx.len,
                 )),
-                INVALID,
+                INVALID
             ),
-            (
-                "create_filter_slices(out_len NULL)",
+            row!(
                 status(leveldb_bloom_create_filter_slices(
                     p,
                     slices.as_ptr(),
                     1,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                     64,
                     null_mut(),
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "create_filter_slices(cap 8: one short)",
+            row!(
                 status(leveldb_bloom_create_filter_slices(
                     p,
                     slices.as_ptr(),
                     1,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                     8,
-                    &mut len,
+                    &mut fx.len,
                 )),
-                TOO_SMALL,
+                TOO_SMALL
             ),
-            ("  ... needed length", Size(len), Size(9)),
-            (
-                "create_filter_slices(one key)",
+            // needed length
+            row!(Size(fx.len), Size(9)),
+            row!(
                 status(leveldb_bloom_create_filter_slices(
                     p,
                     slices.as_ptr(),
                     1,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                     64,
-                    &mut len,
+                    &mut fx.len,
                 )),
-                OK,
+                OK
             ),
-            (
-                "  ... its bytes",
-                Filter(buf[..len].to_vec()),
-                Filter(filter.clone()),
-            ),
-            // Queries: whatever cannot be answered may match.
-            (
-                "key_may_match(policy NULL)",
+            // its bytes
+            row!(Filter(fx.buf[..fx.len].to_vec()), Filter(fx.filter.clone())),
+        ]
+    }
+}
+
+/// Queries: whatever cannot be answered may match.
+unsafe fn query_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<Row> {
+    let Args {
+        p,
+        keys,
+        lens,
+        huge_lens,
+        absent_keys,
+        k,
+        kl,
+        a,
+        al,
+        f,
+        fl,
+        ..
+    } = fx.args();
+    // SAFETY: as `Fixture::check` says.
+    unsafe {
+        vec![
+            row!(
                 Bool(leveldb_bloom_key_may_match(
                     null(),
                     b"x".as_ptr().cast(),
@@ -490,55 +658,46 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     f,
                     fl,
                 )),
-                Bool(true),
+                Bool(true)
             ),
-            (
-                "key_may_match(present key)",
+            row!(
                 Bool(leveldb_bloom_key_may_match(p, k, kl, f, fl)),
-                Bool(true),
+                Bool(true)
             ),
-            (
-                "key_may_match(absent key)",
+            row!(
                 Bool(leveldb_bloom_key_may_match(p, a, al, f, fl)),
-                Bool(false),
+                Bool(false)
             ),
-            (
-                "key_may_match(key NULL, len 1)",
+            row!(
                 Bool(leveldb_bloom_key_may_match(p, null(), 1, f, fl)),
-                Bool(true),
+                Bool(true)
             ),
-            (
-                "key_may_match(key len SIZE_MAX)",
+            row!(
                 Bool(leveldb_bloom_key_may_match(p, k, usize::MAX, f, fl)),
-                Bool(true),
+                Bool(true)
             ),
-            (
-                "key_may_match(filter NULL, len 0)",
+            row!(
                 Bool(leveldb_bloom_key_may_match(p, k, kl, null(), 0)),
-                Bool(true),
+                Bool(true)
             ),
-            (
-                "key_may_match(filter len SIZE_MAX)",
+            row!(
                 Bool(leveldb_bloom_key_may_match(p, k, kl, f, usize::MAX)),
-                Bool(true),
+                Bool(true)
             ),
-            (
-                "key_may_match(empty filter)",
+            row!(
                 Bool(leveldb_bloom_key_may_match(p, k, kl, f, 0)),
-                Bool(false),
+                Bool(false)
             ),
-            (
-                "key_may_match(1-byte filter 0xff): too short, LevelDB's answer",
+            // too short, LevelDB's answer
+            row!(
                 Bool(leveldb_bloom_key_may_match(p, a, al, [0xffu8].as_ptr(), 1)),
-                Bool(false),
+                Bool(false)
             ),
-            (
-                "key_may_match(NULL key, len 0)",
+            row!(
                 Bool(leveldb_bloom_key_may_match(p, null(), 0, f, fl)),
-                Bool(kind.rust.key_may_match(b"", &filter)),
+                Bool(fx.kind.rust.key_may_match(b"", &fx.filter))
             ),
-            (
-                "key_may_match_batch(results NULL)",
+            row!(
                 status(leveldb_bloom_key_may_match_batch(
                     p,
                     keys.as_ptr(),
@@ -548,10 +707,9 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     fl,
                     null_mut(),
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "key_may_match_batch(policy NULL)",
+            row!(
                 results(1, &mut |r| {
                     leveldb_bloom_key_may_match_batch(
                         null(),
@@ -563,24 +721,21 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                         r,
                     )
                 }),
-                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1])
             ),
-            (
-                "key_may_match_batch(keys NULL)",
+            row!(
                 results(1, &mut |r| {
                     leveldb_bloom_key_may_match_batch(p, null(), lens.as_ptr(), 1, f, fl, r)
                 }),
-                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1])
             ),
-            (
-                "key_may_match_batch(key_lens NULL)",
+            row!(
                 results(1, &mut |r| {
                     leveldb_bloom_key_may_match_batch(p, keys.as_ptr(), null(), 1, f, fl, r)
                 }),
-                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1])
             ),
-            (
-                "key_may_match_batch(filter NULL)",
+            row!(
                 results(1, &mut |r| {
                     leveldb_bloom_key_may_match_batch(
                         p,
@@ -592,10 +747,9 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                         r,
                     )
                 }),
-                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1])
             ),
-            (
-                "key_may_match_batch(key len SIZE_MAX)",
+            row!(
                 results(1, &mut |r| {
                     leveldb_bloom_key_may_match_batch(
                         p,
@@ -607,10 +761,9 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                         r,
                     )
                 }),
-                Batch(LEVELDB_BLOOM_ERR_INVALID_ARGUMENT, vec![1]),
+                Batch(LEVELDB_BLOOM_ERR_INVALID_ARGUMENT, vec![1])
             ),
-            (
-                "key_may_match_batch(num_keys SIZE_MAX)",
+            row!(
                 status(leveldb_bloom_key_may_match_batch(
                     p,
                     keys.as_ptr(),
@@ -618,12 +771,11 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     usize::MAX,
                     f,
                     fl,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                 )),
-                INVALID,
+                INVALID
             ),
-            (
-                "key_may_match_batch(0 keys, all NULL but policy, filter)",
+            row!(
                 status(leveldb_bloom_key_may_match_batch(
                     p,
                     null(),
@@ -633,17 +785,15 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     fl,
                     null_mut(),
                 )),
-                OK,
+                OK
             ),
-            (
-                "key_may_match_batch(present key)",
+            row!(
                 results(1, &mut |r| {
                     leveldb_bloom_key_may_match_batch(p, keys.as_ptr(), lens.as_ptr(), 1, f, fl, r)
                 }),
-                Batch(LEVELDB_BLOOM_OK, vec![1]),
+                Batch(LEVELDB_BLOOM_OK, vec![1])
             ),
-            (
-                "key_may_match_batch(present, absent)",
+            row!(
                 results(3, &mut |r| {
                     leveldb_bloom_key_may_match_batch(
                         p,
@@ -655,11 +805,31 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                         r,
                     )
                 }),
-                Batch(LEVELDB_BLOOM_OK, vec![1, 0, 0x55]),
+                Batch(LEVELDB_BLOOM_OK, vec![1, 0, 0x55])
             ),
-            // LevelDB's callbacks, with the policy as state.
-            (
-                "cb_create_filter(filter_length NULL)",
+        ]
+    }
+}
+
+/// LevelDB's callbacks, with the policy as state.
+unsafe fn callback_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<Row> {
+    let Args {
+        state,
+        keys,
+        lens,
+        huge_lens,
+        k,
+        kl,
+        a,
+        al,
+        f,
+        fl,
+        ..
+    } = fx.args();
+    // SAFETY: as `Fixture::check` says.
+    unsafe {
+        vec![
+            row!(
                 pointer(leveldb_bloom_cb_create_filter(
                     state,
                     keys.as_ptr(),
@@ -667,104 +837,95 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     1,
                     null_mut(),
                 )),
-                Null,
+                Null
             ),
-            (
-                "cb_create_filter(state NULL)",
+            row!(
                 take_filter(
                     leveldb_bloom_cb_create_filter(
                         null_mut(),
                         keys.as_ptr(),
                         lens.as_ptr(),
                         1,
-                        &mut len,
+                        &mut fx.len,
                     ),
-                    len,
+                    fx.len,
                 ),
-                Filter(ALWAYS_MATCH_FILTER.to_vec()),
+                Filter(ALWAYS_MATCH_FILTER.to_vec())
             ),
-            (
-                "cb_create_filter(num_keys -1)",
+            row!(
                 take_filter(
                     leveldb_bloom_cb_create_filter(
                         state,
                         keys.as_ptr(),
                         lens.as_ptr(),
                         -1,
-                        &mut len,
+                        &mut fx.len,
                     ),
-                    len,
+                    fx.len,
                 ),
-                Filter(ALWAYS_MATCH_FILTER.to_vec()),
+                Filter(ALWAYS_MATCH_FILTER.to_vec())
             ),
-            (
-                "cb_create_filter(num_keys INT_MIN)",
+            row!(
                 take_filter(
                     leveldb_bloom_cb_create_filter(
                         state,
                         keys.as_ptr(),
                         lens.as_ptr(),
                         c_int::MIN,
-                        &mut len,
+                        &mut fx.len,
                     ),
-                    len,
+                    fx.len,
                 ),
-                Filter(ALWAYS_MATCH_FILTER.to_vec()),
+                Filter(ALWAYS_MATCH_FILTER.to_vec())
             ),
-            (
-                "cb_create_filter(key_array NULL)",
+            row!(
                 take_filter(
-                    leveldb_bloom_cb_create_filter(state, null(), lens.as_ptr(), 1, &mut len),
-                    len,
+                    leveldb_bloom_cb_create_filter(state, null(), lens.as_ptr(), 1, &mut fx.len),
+                    fx.len,
                 ),
-                Filter(ALWAYS_MATCH_FILTER.to_vec()),
+                Filter(ALWAYS_MATCH_FILTER.to_vec())
             ),
-            (
-                "cb_create_filter(key_length_array NULL)",
+            row!(
                 take_filter(
-                    leveldb_bloom_cb_create_filter(state, keys.as_ptr(), null(), 1, &mut len),
-                    len,
+                    leveldb_bloom_cb_create_filter(state, keys.as_ptr(), null(), 1, &mut fx.len),
+                    fx.len,
                 ),
-                Filter(ALWAYS_MATCH_FILTER.to_vec()),
+                Filter(ALWAYS_MATCH_FILTER.to_vec())
             ),
-            (
-                "cb_create_filter(key len SIZE_MAX)",
+            row!(
                 take_filter(
                     leveldb_bloom_cb_create_filter(
                         state,
                         keys.as_ptr(),
                         huge_lens.as_ptr(),
                         1,
-                        &mut len,
+                        &mut fx.len,
                     ),
-                    len,
+                    fx.len,
                 ),
-                Filter(ALWAYS_MATCH_FILTER.to_vec()),
+                Filter(ALWAYS_MATCH_FILTER.to_vec())
             ),
-            (
-                "cb_create_filter(0 keys, arrays NULL)",
+            row!(
                 take_filter(
-                    leveldb_bloom_cb_create_filter(state, null(), null(), 0, &mut len),
-                    len,
+                    leveldb_bloom_cb_create_filter(state, null(), null(), 0, &mut fx.len),
+                    fx.len,
                 ),
-                Filter(no_keys_filter.clone()),
+                Filter(fx.no_keys_filter.clone())
             ),
-            (
-                "cb_create_filter(one key)",
+            row!(
                 take_filter(
                     leveldb_bloom_cb_create_filter(
                         state,
                         keys.as_ptr(),
                         lens.as_ptr(),
                         1,
-                        &mut len,
+                        &mut fx.len,
                     ),
-                    len,
+                    fx.len,
                 ),
-                Filter(filter.clone()),
+                Filter(fx.filter.clone())
             ),
-            (
-                "cb_key_may_match(state NULL)",
+            row!(
                 Size(
                     leveldb_bloom_cb_key_may_match(
                         null_mut(),
@@ -775,132 +936,144 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     )
                     .into(),
                 ),
-                Size(1),
+                Size(1)
             ),
-            (
-                "cb_key_may_match(present key)",
+            row!(
                 Size(leveldb_bloom_cb_key_may_match(state, k, kl, f.cast(), fl).into()),
-                Size(1),
+                Size(1)
             ),
-            (
-                "cb_key_may_match(absent key)",
+            row!(
                 Size(leveldb_bloom_cb_key_may_match(state, a, al, f.cast(), fl).into()),
-                Size(0),
+                Size(0)
             ),
-            (
-                "cb_key_may_match(key NULL, len 1)",
+            row!(
                 Size(leveldb_bloom_cb_key_may_match(state, null(), 1, f.cast(), fl).into()),
-                Size(1),
+                Size(1)
             ),
-            (
-                "cb_key_may_match(filter NULL)",
+            row!(
                 Size(leveldb_bloom_cb_key_may_match(state, a, al, null(), 0).into()),
-                Size(1),
+                Size(1)
             ),
-            (
-                "cb_key_may_match(filter len SIZE_MAX)",
+            row!(
                 Size(leveldb_bloom_cb_key_may_match(state, k, kl, f.cast(), usize::MAX).into()),
-                Size(1),
+                Size(1)
             ),
-            (
-                "cb_name(state)",
+            row!(
                 text(leveldb_bloom_cb_name(state)),
-                Text("leveldb.BuiltinBloomFilter2"),
+                Text("leveldb.BuiltinBloomFilter2")
             ),
-            // Filter block builder.
-            ("builder_create(p)", pointer(b), NotNull),
-            (
-                "builder_start_block(b, 0)",
+        ]
+    }
+}
+
+/// The filter block builder.
+unsafe fn builder_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<Row> {
+    let Args { b, k, kl, .. } = fx.args();
+    // SAFETY: as `Fixture::check` says.
+    unsafe {
+        vec![
+            row!(pointer(b), NotNull),
+            row!(
                 status(leveldb_bloom_filter_block_builder_start_block(b, 0)),
-                OK,
+                OK
             ),
-            (
-                "builder_add_key(key NULL, len 1)",
+            row!(
                 status(leveldb_bloom_filter_block_builder_add_key(b, null(), 1)),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "builder_add_key(key len SIZE_MAX)",
+            row!(
                 status(leveldb_bloom_filter_block_builder_add_key(b, k, usize::MAX)),
-                INVALID,
+                INVALID
             ),
-            (
-                "builder_add_key(key NULL, len 0)",
+            row!(
                 status(leveldb_bloom_filter_block_builder_add_key(b, null(), 0)),
-                OK,
+                OK
             ),
-            (
-                "builder_add_key(key)",
+            row!(
                 status(leveldb_bloom_filter_block_builder_add_key(b, k, kl)),
-                OK,
+                OK
             ),
-            (
-                "builder_start_block(b, 4096)",
+            row!(
                 status(leveldb_bloom_filter_block_builder_start_block(b, 4096)),
-                OK,
+                OK
             ),
-            (
-                "builder_start_block(b, 0): backwards",
+            // backwards
+            row!(
                 status(leveldb_bloom_filter_block_builder_start_block(b, 0)),
-                Status(LEVELDB_BLOOM_ERR_OFFSET_BACKWARDS),
+                Status(LEVELDB_BLOOM_ERR_OFFSET_BACKWARDS)
             ),
-            (
-                "builder_start_block(b, UINT64_MAX >> 40)",
+            row!(
                 status(leveldb_bloom_filter_block_builder_start_block(
                     b,
-                    last_window_offset,
+                    LAST_WINDOW_OFFSET,
                 )),
-                OK,
+                OK
             ),
-            (
-                "builder_finish(NULL)",
+            row!(
                 status(leveldb_bloom_filter_block_builder_finish(
                     null_mut(),
-                    &mut block,
-                    &mut block_len,
+                    &mut fx.block,
+                    &mut fx.block_len,
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "builder_finish(block NULL)",
+            row!(
                 status(leveldb_bloom_filter_block_builder_finish(
                     b,
                     null_mut(),
-                    &mut block_len,
+                    &mut fx.block_len,
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "builder_finish(block_len NULL)",
+            row!(
                 status(leveldb_bloom_filter_block_builder_finish(
                     b,
-                    &mut block,
+                    &mut fx.block,
                     null_mut(),
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "builder_finish(b)",
+            row!(
                 status(leveldb_bloom_filter_block_builder_finish(
                     b,
-                    &mut block,
-                    &mut block_len,
+                    &mut fx.block,
+                    &mut fx.block_len,
                 )),
-                OK,
+                OK
             ),
-            (
-                "  ... the Rust builder's bytes",
-                Filter(std::slice::from_raw_parts(block, block_len).to_vec()),
-                Filter(rust_block.clone()),
+            // the Rust builder's bytes
+            row!(
+                Filter(std::slice::from_raw_parts(fx.block, fx.block_len).to_vec()),
+                Filter(fx.rust_block.clone())
             ),
-            (
-                "builder_add_key after finish",
+            // builder_add_key after finish
+            row!(
                 status(leveldb_bloom_filter_block_builder_add_key(b, k, kl)),
-                Status(LEVELDB_BLOOM_ERR_ALREADY_FINISHED),
+                Status(LEVELDB_BLOOM_ERR_ALREADY_FINISHED)
             ),
-            // Filter block queries.
-            (
-                "filter_block_may_match(policy NULL)",
+        ]
+    }
+}
+
+/// Filter block queries, on the block the Rust builder made (`builder_rows` proves the C
+/// builder's equal).
+unsafe fn block_query_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<Row> {
+    let Args {
+        p,
+        keys,
+        lens,
+        absent_keys,
+        k,
+        kl,
+        a,
+        al,
+        ..
+    } = fx.args();
+    let (block, block_len) = (fx.rust_block.as_ptr(), fx.rust_block.len());
+    // SAFETY: as `Fixture::check` says.
+    unsafe {
+        vec![
+            row!(
                 Bool(leveldb_bloom_filter_block_may_match(
                     null(),
                     block,
@@ -909,15 +1082,13 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     k,
                     kl,
                 )),
-                Bool(true),
+                Bool(true)
             ),
-            (
-                "filter_block_may_match(block NULL)",
+            row!(
                 Bool(leveldb_bloom_filter_block_may_match(p, null(), 0, 0, a, al)),
-                Bool(true),
+                Bool(true)
             ),
-            (
-                "filter_block_may_match(block len SIZE_MAX)",
+            row!(
                 Bool(leveldb_bloom_filter_block_may_match(
                     p,
                     block,
@@ -926,10 +1097,9 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     k,
                     kl,
                 )),
-                Bool(true),
+                Bool(true)
             ),
-            (
-                "filter_block_may_match(key NULL, len 1)",
+            row!(
                 Bool(leveldb_bloom_filter_block_may_match(
                     p,
                     block,
@@ -938,10 +1108,9 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     null(),
                     1,
                 )),
-                Bool(true),
+                Bool(true)
             ),
-            (
-                "filter_block_may_match(offset UINT64_MAX)",
+            row!(
                 Bool(leveldb_bloom_filter_block_may_match(
                     p,
                     block,
@@ -950,31 +1119,31 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     k,
                     kl,
                 )),
-                Bool(true),
+                Bool(true)
             ),
-            (
-                "filter_block_may_match(present key)",
+            row!(
                 Bool(leveldb_bloom_filter_block_may_match(
                     p, block, block_len, 0, k, kl,
                 )),
-                Bool(true),
+                Bool(true)
             ),
-            (
-                "filter_block_may_match(absent key)",
+            row!(
                 Bool(leveldb_bloom_filter_block_may_match(
                     p, block, block_len, 0, a, al,
                 )),
-                Bool(kind.rust.key_may_match(&absent, &rust_filter(&[b"", key]))),
+                Bool(
+                    fx.kind
+                        .rust
+                        .key_may_match(&fx.absent, &fx.rust_filter(&[b"", fx.key]))
+                )
             ),
-            (
-                "filter_block_may_match(empty window 1)",
+            row!(
                 Bool(leveldb_bloom_filter_block_may_match(
                     p, block, block_len, 2048, k, kl,
                 )),
-                Bool(false),
+                Bool(false)
             ),
-            (
-                "filter_block_may_match(empty window 512)",
+            row!(
                 Bool(leveldb_bloom_filter_block_may_match(
                     p,
                     block,
@@ -983,10 +1152,9 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     k,
                     kl,
                 )),
-                Bool(false),
+                Bool(false)
             ),
-            (
-                "filter_block_may_match(past the last window)",
+            row!(
                 Bool(leveldb_bloom_filter_block_may_match(
                     p,
                     block,
@@ -995,10 +1163,9 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     a,
                     al,
                 )),
-                Bool(true),
+                Bool(true)
             ),
-            (
-                "filter_block_may_match_batch(results NULL)",
+            row!(
                 status(leveldb_bloom_filter_block_may_match_batch(
                     p,
                     block,
@@ -1009,10 +1176,9 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     1,
                     null_mut(),
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "filter_block_may_match_batch(offsets NULL)",
+            row!(
                 results(1, &mut |r| {
                     leveldb_bloom_filter_block_may_match_batch(
                         p,
@@ -1025,10 +1191,9 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                         r,
                     )
                 }),
-                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1])
             ),
-            (
-                "filter_block_may_match_batch(block NULL)",
+            row!(
                 results(1, &mut |r| {
                     leveldb_bloom_filter_block_may_match_batch(
                         p,
@@ -1041,10 +1206,9 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                         r,
                     )
                 }),
-                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1])
             ),
-            (
-                "filter_block_may_match_batch(keys NULL)",
+            row!(
                 results(1, &mut |r| {
                     leveldb_bloom_filter_block_may_match_batch(
                         p,
@@ -1057,10 +1221,9 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                         r,
                     )
                 }),
-                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1]),
+                Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1])
             ),
-            (
-                "filter_block_may_match_batch(num_keys SIZE_MAX)",
+            row!(
                 status(leveldb_bloom_filter_block_may_match_batch(
                     p,
                     block,
@@ -1069,12 +1232,11 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     keys.as_ptr(),
                     lens.as_ptr(),
                     usize::MAX,
-                    buf.as_mut_ptr(),
+                    fx.buf.as_mut_ptr(),
                 )),
-                INVALID,
+                INVALID
             ),
-            (
-                "filter_block_may_match_batch(key at offset 0)",
+            row!(
                 results(1, &mut |r| {
                     leveldb_bloom_filter_block_may_match_batch(
                         p,
@@ -1087,10 +1249,9 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                         r,
                     )
                 }),
-                Batch(LEVELDB_BLOOM_OK, vec![1]),
+                Batch(LEVELDB_BLOOM_OK, vec![1])
             ),
-            (
-                "filter_block_may_match_batch(present, absent, empty window)",
+            row!(
                 results(4, &mut |r| {
                     leveldb_bloom_filter_block_may_match_batch(
                         p,
@@ -1107,43 +1268,32 @@ fn every_per_policy_function_at_its_edges(kind: &PolicyKind) {
                     LEVELDB_BLOOM_OK,
                     vec![
                         1,
-                        u8::from(kind.rust.key_may_match(&absent, &rust_filter(&[b"", key]))),
+                        u8::from(
+                            fx.kind
+                                .rust
+                                .key_may_match(&fx.absent, &fx.rust_filter(&[b"", fx.key]))
+                        ),
                         0,
                         0x55,
                     ],
-                ),
-            ),
-            // Statistics count every policy's work alike.
-            (
-                "policy_stats(stats NULL)",
-                status(leveldb_bloom_policy_stats(p, null_mut())),
-                NULL_ARG,
-            ),
-            (
-                "policy_stats(p)",
-                status(leveldb_bloom_policy_stats(p, &mut stats)),
-                OK,
-            ),
-            (
-                "  ... filters built (create x3, slices x1, callbacks x2, block x1)",
-                Size(stats.filters_built as usize),
-                Size(7),
-            ),
-            (
-                "policy_stats_reset(p)",
-                status(leveldb_bloom_policy_stats_reset(p)),
-                OK,
+                )
             ),
         ]
-        .into_iter()
-        .map(|(what, got, want)| (format!("{}: {what}", kind.name()), got, want))
-        .collect()
-    };
-    assert_rows(&rows);
-    // SAFETY: created above, destroyed once.
+    }
+}
+
+/// Statistics, after `create_filter_rows`, `callback_rows` and `builder_rows`.
+unsafe fn stats_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<Row> {
+    let Args { p, .. } = fx.args();
+    // SAFETY: as `Fixture::check` says.
     unsafe {
-        leveldb_bloom_filter_block_builder_destroy(b);
-        leveldb_bloom_policy_destroy(p);
+        vec![
+            row!(status(leveldb_bloom_policy_stats(p, null_mut())), NULL_ARG),
+            row!(status(leveldb_bloom_policy_stats(p, &mut fx.stats)), OK),
+            // filters built (create x3, slices x1, callbacks x2, block x1)
+            row!(Size(fx.stats.filters_built as usize), Size(7)),
+            row!(status(leveldb_bloom_policy_stats_reset(p)), OK),
+        ]
     }
 }
 
@@ -1174,7 +1324,11 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
         .unwrap();
     let absent = (0..1000u32)
         .map(u32::to_le_bytes)
-        .find(|k| !compact::key_may_match(k, &compact_filter))
+        .find(|k| {
+            !CompactPolicy::new(10.0)
+                .unwrap()
+                .key_may_match(k, &compact_filter)
+        })
         .expect("some key is certainly absent");
     let (a, al) = (absent.as_ptr().cast::<c_char>(), absent.len());
     let mut compact_block = FilterBlockBuilder::new(CompactPolicy::new(10.0).unwrap());
@@ -1184,142 +1338,109 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
 
     // SAFETY: every non-NULL pointer below is valid for the length given with it; the rows
     // probe NULLs and impossible settings.
-    let rows: Vec<(&str, Answer, Answer)> = unsafe {
+    let rows: Vec<Row> = unsafe {
         vec![
-            (
-                "policy_create(-1)",
-                pointer(leveldb_bloom_policy_create(-1)),
-                Null,
-            ),
-            (
-                "policy_create(INT_MIN)",
-                pointer(leveldb_bloom_policy_create(c_int::MIN)),
-                Null,
-            ),
-            (
-                "policy_destroy(NULL)",
+            row!(pointer(leveldb_bloom_policy_create(-1)), Null),
+            row!(pointer(leveldb_bloom_policy_create(c_int::MIN)), Null),
+            row!(
                 {
                     leveldb_bloom_policy_destroy(null_mut());
                     Returned
                 },
-                Returned,
+                Returned
             ),
-            (
-                "policy_name(NULL)",
+            row!(
                 text(leveldb_bloom_policy_name(null())),
-                Text("leveldb.BuiltinBloomFilter2"),
+                Text("leveldb.BuiltinBloomFilter2")
             ),
-            (
-                "filter_len(NULL, 1)",
-                Size(leveldb_bloom_filter_len(null(), 1)),
-                Size(0),
-            ),
-            (
-                "cb_destructor(NULL)",
+            row!(Size(leveldb_bloom_filter_len(null(), 1)), Size(0)),
+            row!(
                 {
                     leveldb_bloom_cb_destructor(null_mut());
                     Returned
                 },
-                Returned,
+                Returned
             ),
-            (
-                "cb_name(NULL)",
+            row!(
                 text(leveldb_bloom_cb_name(null_mut())),
-                Text("leveldb.BuiltinBloomFilter2"),
+                Text("leveldb.BuiltinBloomFilter2")
             ),
-            (
-                "builder_create(NULL)",
+            row!(
                 pointer(leveldb_bloom_filter_block_builder_create(null())),
-                Null,
+                Null
             ),
-            (
-                "builder_start_block(NULL)",
+            row!(
                 status(leveldb_bloom_filter_block_builder_start_block(
                     null_mut(),
                     0,
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "builder_add_key(NULL)",
+            row!(
                 status(leveldb_bloom_filter_block_builder_add_key(
                     null_mut(),
                     k,
                     kl,
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "builder_finish(NULL)",
+            row!(
                 status(leveldb_bloom_filter_block_builder_finish(
                     null_mut(),
                     &mut block,
                     &mut block_len,
                 )),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "builder_destroy(NULL)",
+            row!(
                 {
                     leveldb_bloom_filter_block_builder_destroy(null_mut());
                     Returned
                 },
-                Returned,
+                Returned
             ),
-            (
-                "policy_stats(policy NULL)",
+            row!(
                 status(leveldb_bloom_policy_stats(null(), &mut stats)),
-                NULL_ARG,
+                NULL_ARG
             ),
-            (
-                "policy_stats_reset(NULL)",
-                status(leveldb_bloom_policy_stats_reset(null())),
-                NULL_ARG,
-            ),
-            (
-                "global_stats(NULL)",
-                status(leveldb_bloom_global_stats(null_mut())),
-                NULL_ARG,
-            ),
-            (
-                "status_message(-1)",
+            row!(status(leveldb_bloom_policy_stats_reset(null())), NULL_ARG),
+            row!(status(leveldb_bloom_global_stats(null_mut())), NULL_ARG),
+            row!(
                 text(leveldb_bloom_status_message(-1)),
-                Text("unknown status"),
+                Text("unknown status")
             ),
-            (
-                "status_message(INT_MAX)",
+            row!(
                 text(leveldb_bloom_status_message(c_int::MAX)),
-                Text("unknown status"),
+                Text("unknown status")
             ),
-            (
-                "version()",
+            row!(
                 text(leveldb_bloom_version()),
-                Text(env!("CARGO_PKG_VERSION")),
+                Text(env!("CARGO_PKG_VERSION"))
             ),
             // Compact sizes at fractional and zero bits per key.
-            (
-                "filter_len(compact 7.25, 100): 725 bits",
+            // 725 bits
+            row!(
                 {
                     let p = leveldb_bloom_policy_create_compact(7.25);
                     let n = leveldb_bloom_filter_len(p, 100);
                     leveldb_bloom_policy_destroy(p);
                     Size(n)
                 },
-                Size(92),
+                Size(92)
             ),
-            (
-                "filter_len(compact 0, 1000): the 64-bit minimum",
+            // the 64-bit minimum
+            row!(
                 {
                     let p = leveldb_bloom_policy_create_compact(0.0);
                     let n = leveldb_bloom_filter_len(p, 1000);
                     leveldb_bloom_policy_destroy(p);
                     Size(n)
                 },
-                Size(9),
+                Size(9)
             ),
             // Each format reads the other's filters as stock LevelDB does.
-            (
-                "key_may_match(bloom, absent key, compact filter): LevelDB's may-match",
+            // LevelDB's may-match
+            row!(
                 Bool(leveldb_bloom_key_may_match(
                     bloom,
                     a,
@@ -1327,10 +1448,10 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
                     compact_filter.as_ptr(),
                     compact_filter.len(),
                 )),
-                Bool(true),
+                Bool(true)
             ),
-            (
-                "key_may_match(compact, absent key, Bloom filter): as LevelDB",
+            // as LevelDB
+            row!(
                 Bool(leveldb_bloom_key_may_match(
                     c,
                     a,
@@ -1338,10 +1459,14 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
                     bloom_filter.as_ptr(),
                     bloom_filter.len(),
                 )),
-                Bool(leveldb_bloom::key_may_match(&absent, &bloom_filter)),
+                Bool(
+                    BloomPolicy::new(10)
+                        .unwrap()
+                        .key_may_match(&absent, &bloom_filter)
+                )
             ),
-            (
-                "filter_block_may_match(bloom, absent key, compact block): LevelDB's may-match",
+            // LevelDB's may-match
+            row!(
                 Bool(leveldb_bloom_filter_block_may_match(
                     bloom,
                     compact_block.as_ptr(),
@@ -1350,237 +1475,160 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
                     a,
                     al,
                 )),
-                Bool(true),
+                Bool(true)
             ),
             // Creation from bits per key: a number from 0 to 32, fractions allowed.
-            (
-                "create_compact(NaN)",
-                created(leveldb_bloom_policy_create_compact(f64::NAN)),
-                Null,
-            ),
-            (
-                "create_compact(-NaN)",
+            row!(created(leveldb_bloom_policy_create_compact(f64::NAN)), Null),
+            row!(
                 created(leveldb_bloom_policy_create_compact(-f64::NAN)),
-                Null,
+                Null
             ),
-            (
-                "create_compact(-1)",
-                created(leveldb_bloom_policy_create_compact(-1.0)),
-                Null,
-            ),
-            (
-                "create_compact(-tiny)",
+            row!(created(leveldb_bloom_policy_create_compact(-1.0)), Null),
+            row!(
                 created(leveldb_bloom_policy_create_compact(-f64::MIN_POSITIVE)),
-                Null,
+                Null
             ),
-            (
-                "create_compact(-inf)",
+            row!(
                 created(leveldb_bloom_policy_create_compact(f64::NEG_INFINITY)),
-                Null,
+                Null
             ),
-            (
-                "create_compact(inf)",
+            row!(
                 created(leveldb_bloom_policy_create_compact(f64::INFINITY)),
-                Null,
+                Null
             ),
-            (
-                "create_compact(32 + ulp)",
+            row!(
                 created(leveldb_bloom_policy_create_compact(32.0f64.next_up())),
-                Null,
+                Null
             ),
-            (
-                "create_compact(33)",
-                created(leveldb_bloom_policy_create_compact(33.0)),
-                Null,
-            ),
-            (
-                "create_compact(DBL_MAX)",
-                created(leveldb_bloom_policy_create_compact(f64::MAX)),
-                Null,
-            ),
-            (
-                "create_compact(0)",
-                created(leveldb_bloom_policy_create_compact(0.0)),
-                NotNull,
-            ),
-            (
-                "create_compact(-0.0)",
-                created(leveldb_bloom_policy_create_compact(-0.0)),
-                NotNull,
-            ),
-            (
-                "create_compact(denormal)",
+            row!(created(leveldb_bloom_policy_create_compact(33.0)), Null),
+            row!(created(leveldb_bloom_policy_create_compact(f64::MAX)), Null),
+            row!(created(leveldb_bloom_policy_create_compact(0.0)), NotNull),
+            row!(created(leveldb_bloom_policy_create_compact(-0.0)), NotNull),
+            row!(
                 created(leveldb_bloom_policy_create_compact(f64::from_bits(1))),
-                NotNull,
+                NotNull
             ),
-            (
-                "create_compact(7.25)",
-                created(leveldb_bloom_policy_create_compact(7.25)),
-                NotNull,
-            ),
-            (
-                "create_compact(32)",
-                created(leveldb_bloom_policy_create_compact(32.0)),
-                NotNull,
-            ),
+            row!(created(leveldb_bloom_policy_create_compact(7.25)), NotNull),
+            row!(created(leveldb_bloom_policy_create_compact(32.0)), NotNull),
             // Creation from a target rate: (0, 1), reachable, and a known format.
-            (
-                "create_for_fp_rate(0.01, BLOOM)",
+            row!(
                 created(leveldb_bloom_policy_create_for_fp_rate(0.01, 0)),
-                NotNull,
+                NotNull
             ),
-            (
-                "create_for_fp_rate(0.01, COMPACT)",
+            row!(
                 created(leveldb_bloom_policy_create_for_fp_rate(0.01, 1)),
-                NotNull,
+                NotNull
             ),
-            (
-                "create_for_fp_rate(0.01, format 2)",
+            row!(
                 created(leveldb_bloom_policy_create_for_fp_rate(0.01, 2)),
-                Null,
+                Null
             ),
-            (
-                "create_for_fp_rate(0.01, format -1)",
+            row!(
                 created(leveldb_bloom_policy_create_for_fp_rate(0.01, -1)),
-                Null,
+                Null
             ),
-            (
-                "create_for_fp_rate(0.01, format INT_MIN)",
+            row!(
                 created(leveldb_bloom_policy_create_for_fp_rate(0.01, c_int::MIN)),
-                Null,
+                Null
             ),
-            (
-                "create_for_fp_rate(0.01, format INT_MAX)",
+            row!(
                 created(leveldb_bloom_policy_create_for_fp_rate(0.01, c_int::MAX)),
-                Null,
+                Null
             ),
-            (
-                "create_for_fp_rate(NaN, bad format)",
+            row!(
                 created(leveldb_bloom_policy_create_for_fp_rate(f64::NAN, 7)),
-                Null,
+                Null
             ),
         ]
         .into_iter()
         .chain([0, 1].into_iter().flat_map(|format| {
-            let name = move |what: &str| -> &'static str {
-                format!("create_for_fp_rate({what}, format {format})").leak()
-            };
             [
-                (0.0, "0", Null),
-                (-0.0, "-0.0", Null),
-                (1.0, "1", Null),
-                (1.5, "1.5", Null),
-                (-0.01, "-0.01", Null),
-                (f64::NAN, "NaN", Null),
-                (f64::INFINITY, "inf", Null),
-                (f64::NEG_INFINITY, "-inf", Null),
-                (f64::from_bits(1), "denormal", Null),
-                (1e-300, "1e-300 (out of reach)", Null),
-                (1.0f64.next_down(), "1 - ulp", NotNull),
-                (0.5, "0.5", NotNull),
-                (1e-6, "1e-6", NotNull),
+                (0.0, Null),
+                (-0.0, Null),
+                (1.0, Null),
+                (1.5, Null),
+                (-0.01, Null),
+                (f64::NAN, Null),
+                (f64::INFINITY, Null),
+                (f64::NEG_INFINITY, Null),
+                (f64::from_bits(1), Null),
+                (1e-300, Null), // out of reach
+                (1.0f64.next_down(), NotNull),
+                (0.5, NotNull),
+                (1e-6, NotNull),
             ]
             .into_iter()
-            .map(move |(rate, what, want)| {
-                (
-                    name(what),
+            .map(move |(rate, want)| {
+                let (what, got, want) = row!(
                     created(leveldb_bloom_policy_create_for_fp_rate(rate, format)),
+                    want
+                );
+                (
+                    format!("{what} with rate {rate:e}, format {format}"),
+                    got,
                     want,
                 )
             })
         }))
         .chain([
             // Compact: 13/12 r + (r + 8) / 50 bits per key for r result bits, up to 32.
-            (
-                "create_for_fp_rate(2^-28, COMPACT): 31.05 bits per key",
+            // 31.05 bits per key
+            row!(
                 created(leveldb_bloom_policy_create_for_fp_rate(2f64.powi(-28), 1)),
-                NotNull,
+                NotNull
             ),
-            (
-                "create_for_fp_rate(2^-28 * 0.99, COMPACT): 29 result bits, 32.16 bits per key",
+            // 29 result bits, 32.16 bits per key
+            row!(
                 created(leveldb_bloom_policy_create_for_fp_rate(
                     2f64.powi(-28) * 0.99,
                     1,
                 )),
-                Null,
+                Null
             ),
             // Format and bits per key.
-            (
-                "policy_format(NULL)",
-                Int(leveldb_bloom_policy_format(null())),
-                Int(-1),
-            ),
-            (
-                "policy_format(bloom)",
-                Int(leveldb_bloom_policy_format(bloom)),
-                Int(0),
-            ),
-            (
-                "policy_format(compact)",
-                Int(leveldb_bloom_policy_format(c)),
-                Int(1),
-            ),
-            (
-                "policy_format(for_fp_rate COMPACT)",
-                Int(leveldb_bloom_policy_format(fp)),
-                Int(1),
-            ),
-            (
-                "policy_format(for_fp_rate BLOOM)",
-                Int(leveldb_bloom_policy_format(fp_bloom)),
-                Int(0),
-            ),
-            (
-                "policy_bits_per_key(NULL)",
+            row!(Int(leveldb_bloom_policy_format(null())), Int(-1)),
+            row!(Int(leveldb_bloom_policy_format(bloom)), Int(0)),
+            row!(Int(leveldb_bloom_policy_format(c)), Int(1)),
+            row!(Int(leveldb_bloom_policy_format(fp)), Int(1)),
+            row!(Int(leveldb_bloom_policy_format(fp_bloom)), Int(0)),
+            row!(
                 Float(leveldb_bloom_policy_bits_per_key(null())),
-                Float(-1.0),
+                Float(-1.0)
             ),
-            (
-                "policy_bits_per_key(bloom 10)",
-                Float(leveldb_bloom_policy_bits_per_key(bloom)),
-                Float(10.0),
-            ),
-            (
-                "policy_bits_per_key(compact 10)",
-                Float(leveldb_bloom_policy_bits_per_key(c)),
-                Float(10.0),
-            ),
-            (
-                "policy_bits_per_key(compact 7.25)",
+            row!(Float(leveldb_bloom_policy_bits_per_key(bloom)), Float(10.0)),
+            row!(Float(leveldb_bloom_policy_bits_per_key(c)), Float(10.0)),
+            row!(
                 {
                     let p = leveldb_bloom_policy_create_compact(7.25);
                     let b = leveldb_bloom_policy_bits_per_key(p);
                     leveldb_bloom_policy_destroy(p);
                     Float(b)
                 },
-                Float(7.25),
+                Float(7.25)
             ),
-            (
-                "policy_bits_per_key(for_fp_rate(0.01, COMPACT))",
+            row!(
                 Float(leveldb_bloom_policy_bits_per_key(fp)),
-                Float(CompactPolicy::for_fp_rate(0.01).unwrap().bits_per_key()),
+                Float(CompactPolicy::for_fp_rate(0.01).unwrap().bits_per_key())
             ),
-            (
-                "  ... is 7 result bits' 13/12 * 7 + (7 + 8) / 50",
+            // is 7 result bits' 13/12 * 7 + (7 + 8) / 50
+            row!(
                 Bool(
                     (leveldb_bloom_policy_bits_per_key(fp) - (13.0 / 12.0 * 7.0 + 0.3)).abs()
                         < 1e-9,
                 ),
-                Bool(true),
+                Bool(true)
             ),
-            (
-                "policy_bits_per_key(for_fp_rate(0.01, BLOOM))",
+            row!(
                 Float(leveldb_bloom_policy_bits_per_key(fp_bloom)),
                 Float(f64::from(
                     leveldb_bloom::BloomPolicy::for_fp_rate(0.01)
                         .unwrap()
                         .bits_per_key(),
-                )),
+                ))
             ),
-            (
-                "policy_name(compact)",
+            row!(
                 text(leveldb_bloom_policy_name(c)),
-                Text("leveldb.BuiltinBloomFilter2"),
+                Text("leveldb.BuiltinBloomFilter2")
             ),
         ])
         .collect()

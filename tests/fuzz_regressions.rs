@@ -2,7 +2,7 @@
 //! Each test names its finding and the fuzz input that reproduces it under
 //! `cpp_tests/fuzz/regressions/<target>/`; `scripts/fuzz --ci` replays those inputs too.
 
-use leveldb_bloom::FilterFormat;
+use leveldb_bloom::FilterPolicy;
 use std::ffi::c_int;
 use std::os::unix::process::CommandExt;
 use std::process::Command;

@@ -8,11 +8,10 @@
 
 mod common;
 
-use common::{CKeys, keys_with_duplicates};
-use leveldb_bloom::FilterFormat;
 use std::ffi::{c_char, c_void};
 use std::ptr::null;
 
+use common::{CKeys, keys_with_duplicates};
 use leveldb_bloom::ffi::*;
 use leveldb_bloom::{
     BloomPolicy, CompactPolicy, FilterBlockBuilder, FilterBlockReader, FilterPolicy,
@@ -26,54 +25,17 @@ fn layout() -> impl Strategy<Value = Vec<(u64, Vec<Vec<u8>>)>> {
     prop::collection::vec(block, 1..12)
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
-
-    #[test]
-    fn added_keys_always_match(bits_per_key in 0i32..40, blocks in layout()) {
-        let policy = BloomPolicy::new(bits_per_key).unwrap();
-        let all: Vec<&[u8]> = blocks.iter().flat_map(|(_, keys)| keys.iter().map(Vec::as_slice)).collect();
-
-        // One filter over every key: single and batch queries.
-        let mut filter = Vec::new();
-        policy.create_filter(&all, &mut filter).unwrap();
-        for key in &all {
-            prop_assert!(leveldb_bloom::key_may_match(key, &filter));
-        }
-        let mut results = vec![false; all.len()];
-        leveldb_bloom::bloom::keys_may_match(all.iter().copied(), &filter, &mut results);
-        prop_assert!(results.iter().all(|&r| r));
-
-        // A filter block, queried at each block's offset.
-        let mut builder = FilterBlockBuilder::new(policy);
-        let mut offset = 0u64;
-        let mut placed = Vec::new();
-        for (gap, keys) in &blocks {
-            offset += gap;
-            builder.start_block(offset).unwrap();
-            for key in keys {
-                builder.add_key(key).unwrap();
-                placed.push((offset, key.as_slice()));
-            }
-        }
-        let block = builder.finish().unwrap().to_vec();
-        let reader = FilterBlockReader::new(&block);
-        for &(offset, key) in &placed {
-            prop_assert!(reader.key_may_match(offset, key));
-        }
-        let mut results = vec![false; placed.len()];
-        reader.keys_may_match(placed.iter().copied(), &mut results);
-        prop_assert!(results.iter().all(|&r| r));
-
-        // The C API, each way in: the same bytes, and every key matches.
-        let policy_c = leveldb_bloom_policy_create(bits_per_key);
-        // SAFETY: every pointer is valid for its length; the policy is destroyed once.
-        unsafe {
-            let checked = check_c_api(policy_c, policy.into(), &all, &placed);
-            leveldb_bloom_policy_destroy(policy_c);
-            checked?;
-        }
-    }
+/// The keys of `keys_with_duplicates`, split into one data block per gap.
+fn split(keys: Vec<Vec<u8>>, gaps: Vec<u64>) -> Vec<(u64, Vec<Vec<u8>>)> {
+    let n = keys.len();
+    let mut keys = keys.into_iter();
+    gaps.iter()
+        .enumerate()
+        .map(|(i, &gap)| {
+            let count = (i + 1) * n / gaps.len() - i * n / gaps.len();
+            (gap, keys.by_ref().take(count).collect())
+        })
+        .collect()
 }
 
 /// A compact policy's bits per key: every whole number from 0 to 32, and fractions.
@@ -82,66 +44,81 @@ fn compact_bits_per_key() -> impl Strategy<Value = f64> {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn added_keys_always_match_bloom(bits_per_key in 0i32..40, blocks in layout()) {
+        let policy_c = leveldb_bloom_policy_create(bits_per_key);
+        let checked = added_keys_always_match(BloomPolicy::new(bits_per_key).unwrap(), policy_c, &blocks);
+        // SAFETY: created above, destroyed once.
+        unsafe { leveldb_bloom_policy_destroy(policy_c) };
+        checked?;
+    }
+
     #[test]
     fn added_keys_always_match_compact(
         bits_per_key in compact_bits_per_key(),
         keys in keys_with_duplicates(),
         gaps in prop::collection::vec(0u64..6000, 1..8),
     ) {
-        let compact = CompactPolicy::new(bits_per_key).unwrap();
-        let policy = FilterPolicy::Compact(compact);
-        let all: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-
-        // One filter over every key, from CompactPolicy and from FilterPolicy::Compact.
-        let mut filter = Vec::new();
-        compact.create_filter(&all, &mut filter).unwrap();
-        let mut through_enum = Vec::new();
-        policy.create_filter(&all, &mut through_enum).unwrap();
-        prop_assert_eq!(&filter, &through_enum);
-        prop_assert_eq!(filter.len(), compact.filter_len(all.len()).unwrap());
-        for key in &all {
-            prop_assert!(compact.key_may_match(key, &filter));
-            prop_assert!(leveldb_bloom::compact::key_may_match(key, &filter));
-            prop_assert!(policy.key_may_match(key, &filter));
-        }
-        let mut results = vec![false; all.len()];
-        leveldb_bloom::compact::keys_may_match(all.iter().copied(), &filter, &mut results);
-        prop_assert!(results.iter().all(|&r| r));
-        let mut results = vec![false; all.len()];
-        policy.keys_may_match(all.iter().copied(), &filter, &mut results);
-        prop_assert!(results.iter().all(|&r| r));
-
-        // A filter block: the keys split into one data block per gap.
-        let mut builder = FilterBlockBuilder::new(compact);
-        let (mut offset, mut placed) = (0u64, Vec::new());
-        for (i, gap) in gaps.iter().enumerate() {
-            offset += gap;
-            builder.start_block(offset).unwrap();
-            let chunk = &all[i * all.len() / gaps.len()..(i + 1) * all.len() / gaps.len()];
-            for &key in chunk {
-                builder.add_key(key).unwrap();
-                placed.push((offset, key));
-            }
-        }
-        let block = builder.finish().unwrap().to_vec();
-        let reader = FilterBlockReader::new(&block);
-        for &(offset, key) in &placed {
-            prop_assert!(reader.key_may_match_with(&policy, offset, key));
-        }
-        let mut results = vec![false; placed.len()];
-        reader.keys_may_match_with(&policy, placed.iter().copied(), &mut results);
-        prop_assert!(results.iter().all(|&r| r));
-
-        // The C API, each way in, with a compact policy.
         let policy_c = leveldb_bloom_policy_create_compact(bits_per_key);
-        prop_assert!(!policy_c.is_null());
-        // SAFETY: every pointer is valid for its length; the policy is destroyed once.
-        unsafe {
-            let checked = check_c_api(policy_c, policy, &all, &placed);
-            leveldb_bloom_policy_destroy(policy_c);
-            checked?;
+        let blocks = split(keys, gaps);
+        let checked = added_keys_always_match(CompactPolicy::new(bits_per_key).unwrap(), policy_c, &blocks);
+        // SAFETY: created above, destroyed once.
+        unsafe { leveldb_bloom_policy_destroy(policy_c) };
+        checked?;
+    }
+}
+
+/// Every key of `blocks` matches through the Rust API (one filter over all of them, single
+/// and batch; a filter block of the blocks at their offsets), and through the C API of
+/// `policy_c`, a live policy of the same format and bits per key as `policy`.
+fn added_keys_always_match<P: FilterPolicy + Clone>(
+    policy: P,
+    policy_c: *mut leveldb_bloom_policy,
+    blocks: &[(u64, Vec<Vec<u8>>)],
+) -> Result<(), TestCaseError> {
+    prop_assert!(!policy_c.is_null());
+    let all: Vec<&[u8]> = blocks
+        .iter()
+        .flat_map(|(_, keys)| keys.iter().map(Vec::as_slice))
+        .collect();
+
+    // One filter over every key: single and batch queries.
+    let mut filter = Vec::new();
+    policy.create_filter(&all, &mut filter).unwrap();
+    prop_assert_eq!(filter.len(), policy.filter_len(all.len()).unwrap());
+    for key in &all {
+        prop_assert!(policy.key_may_match(key, &filter));
+    }
+    let mut results = vec![false; all.len()];
+    policy.keys_may_match(all.iter().copied(), &filter, &mut results);
+    prop_assert!(results.iter().all(|&r| r));
+
+    // A filter block, queried at each block's offset.
+    let mut builder = FilterBlockBuilder::new(policy.clone());
+    let mut offset = 0u64;
+    let mut placed = Vec::new();
+    for (gap, keys) in blocks {
+        offset += gap;
+        builder.start_block(offset).unwrap();
+        for key in keys {
+            builder.add_key(key).unwrap();
+            placed.push((offset, key.as_slice()));
         }
     }
+    let block = builder.finish().unwrap().to_vec();
+    let reader = FilterBlockReader::new(&policy, &block);
+    for &(offset, key) in &placed {
+        prop_assert!(reader.key_may_match(offset, key));
+    }
+    let mut results = vec![false; placed.len()];
+    reader.keys_may_match(placed.iter().copied(), &mut results);
+    prop_assert!(results.iter().all(|&r| r));
+
+    // The C API, each way in: the same bytes, and every key matches.
+    // SAFETY: every pointer is valid for its length.
+    unsafe { check_c_api(policy_c, policy, &all, &placed) }
 }
 
 /// Builds `keys`' filter and `placed`'s filter block through every C entry point of
@@ -151,9 +128,9 @@ proptest! {
 /// # Safety
 /// `policy` is a live policy; nothing else beyond the C API's contracts, which this
 /// function keeps.
-unsafe fn check_c_api(
+unsafe fn check_c_api<P: FilterPolicy>(
     policy: *mut leveldb_bloom_policy,
-    rust: FilterPolicy,
+    rust: P,
     keys: &[&[u8]],
     placed: &[(u64, &[u8])],
 ) -> Result<(), TestCaseError> {

@@ -2,9 +2,9 @@ package leveldbbloom
 
 // The opt-in compact format: NewCompactPolicy, NewPolicyForFPRate, Format. Compact filters
 // are as long as LevelDB's Bloom filters at the same bits per key, have far fewer false
-// positives, and end in a byte of 31 or more (all zero when too few bits per key leave no
-// room for a fingerprint), which LevelDB's Bloom readers answer "may match". A compact
-// policy answers LevelDB's own Bloom filters exactly as LevelDB does.
+// positives, and end in the byte 31 (all zero when too few bits per key leave no room for a
+// filter), which LevelDB's Bloom readers answer "may match". A compact policy answers every
+// other filter, LevelDB's own Bloom filters included, exactly as LevelDB does.
 
 import (
 	"errors"
@@ -15,8 +15,8 @@ import (
 	"testing"
 )
 
-// markerMin is the least last byte of a compact filter.
-const markerMin = 31
+// marker is the last byte of a compact filter.
+const marker = 31
 
 func mustCompact(t *testing.T, bpk float64) *Policy {
 	t.Helper()
@@ -261,7 +261,7 @@ func TestBloomAnswersCompactFiltersMayMatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			last := f[len(f)-1]
-			if (last < markerMin && !allZero(f)) || (bpk >= 3 && last < markerMin) {
+			if (last != marker && !allZero(f)) || (bpk >= 2 && last != marker) {
 				t.Fatalf("bpk %v, %d keys: compact filter ends in %d: %x", bpk, n, last, f)
 			}
 			probes := append(keys, randKeys(rng, 200, 40)...)
@@ -319,13 +319,13 @@ func TestCompactPolicyAnswersLevelDBVectors(t *testing.T) {
 		})
 	}
 	// Malformed filters too, except those a compact policy reads as compact (2 or more
-	// bytes ending in 31 or more), which LevelDB answers "may match" without looking.
+	// bytes ending in 31), which LevelDB answers "may match" without looking.
 	compared := 0
 	for i, m := range v.Malformed {
 		f := unhex(t, m.Filter)
 		probes := unhexAll(t, m.Probes)
 		p := policies[1]
-		if len(f) < 2 || f[len(f)-1] < markerMin {
+		if len(f) < 2 || f[len(f)-1] != marker {
 			checkAnswers(t, p, probes, f, m.Answers)
 			compared++
 			continue
@@ -442,7 +442,7 @@ func ExampleNewCompactPolicy() {
 	}
 	defer p.Close()
 	filter, _ := p.CreateFilter([][]byte{[]byte("hello"), []byte("world")})
-	fmt.Println(p.Format(), p.BitsPerKey(), len(filter), filter[len(filter)-1] >= 31)
+	fmt.Println(p.Format(), p.BitsPerKey(), len(filter), filter[len(filter)-1] == 31)
 	fmt.Println(p.MayMatch([]byte("hello"), filter), p.MayMatch([]byte("world"), filter))
 	// Output:
 	// compact 10 9 true

@@ -6,10 +6,9 @@
 // FormatCompact) build filters in the library's compact format, as long as LevelDB's Bloom
 // filters at the same bits per key (fractional bits per key allowed, 0 to 32) with a fifth
 // to a third of their false positives. A compact policy keeps LevelDB's name and answers
-// LevelDB's Bloom filters exactly as LevelDB does; its own filters end in a byte of 31 or
-// more (all zero when too few bits per key leave no room for a filter), which stock
-// LevelDB and Bloom policies answer "may match", so tables written with them stay readable
-// everywhere.
+// LevelDB's Bloom filters exactly as LevelDB does; its own filters end in the byte 31 (all
+// zero when too few bits per key leave no room for a filter), which stock LevelDB and Bloom
+// policies answer "may match", so tables written with them stay readable everywhere.
 //
 // Linking: the cgo flags come from pkg-config (`leveldb_bloom.pc`), so the package builds
 // against an installed prefix, e.g. after `cmake --install build --prefix /opt/lb`:
@@ -407,8 +406,8 @@ func (p *Policy) CreateFilter(keys [][]byte) ([]byte, error) {
 // any bits per key), answered exactly as LevelDB answers, malformed filters included.
 // false means certainly absent. A closed policy answers true, as the C API does for a
 // NULL policy: a wrong "no" would hide data. A compact policy reads a filter of 2 or more
-// bytes ending in a byte of 31 or more as a compact filter (which LevelDB, and a Bloom
-// policy, answer "may match").
+// bytes ending in the byte 31 as a compact filter (which LevelDB, and a Bloom policy,
+// answer "may match").
 func (p *Policy) MayMatch(key, filter []byte) bool {
 	c := p.acquire()
 	if c == nil {

@@ -1,8 +1,9 @@
-//! The few functions of LevelDB's C API (`leveldb/c.h`, libleveldb) that `upgrade` uses to
-//! have LevelDB itself rewrite a database's tables, wrapped so that the rest of the tool is
-//! safe code. Every pointer LevelDB returns is owned by one wrapper and freed in its `Drop`.
+//! The few functions of LevelDB's C API (`leveldb/c.h`, bound by `leveldb-sys`) that
+//! `upgrade` uses to have LevelDB itself rewrite a database's tables, wrapped so that the
+//! rest of the tool is safe code. Every pointer LevelDB returns is owned by one wrapper and
+//! freed in its `Drop`.
 
-use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::ffi::{CStr, CString, c_char, c_int};
 use std::path::Path;
 use std::ptr;
 
@@ -10,89 +11,7 @@ use leveldb_bloom::ffi::{
     leveldb_bloom_cb_create_filter, leveldb_bloom_cb_destructor, leveldb_bloom_cb_key_may_match,
     leveldb_bloom_cb_name, leveldb_bloom_policy_create_compact,
 };
-
-#[repr(C)]
-struct Opaque {
-    _private: [u8; 0],
-}
-
-type CreateFilter = unsafe extern "C" fn(
-    *mut c_void,
-    *const *const c_char,
-    *const usize,
-    c_int,
-    *mut usize,
-) -> *mut c_char;
-type KeyMayMatch =
-    unsafe extern "C" fn(*mut c_void, *const c_char, usize, *const c_char, usize) -> u8;
-
-#[link(name = "leveldb")]
-unsafe extern "C" {
-    fn leveldb_options_create() -> *mut Opaque;
-    fn leveldb_options_destroy(options: *mut Opaque);
-    fn leveldb_options_set_filter_policy(options: *mut Opaque, policy: *mut Opaque);
-    fn leveldb_options_set_create_if_missing(options: *mut Opaque, value: u8);
-    fn leveldb_options_set_compression(options: *mut Opaque, value: c_int);
-    fn leveldb_open(
-        options: *const Opaque,
-        name: *const c_char,
-        errptr: *mut *mut c_char,
-    ) -> *mut Opaque;
-    fn leveldb_close(db: *mut Opaque);
-    fn leveldb_put(
-        db: *mut Opaque,
-        options: *const Opaque,
-        key: *const c_char,
-        keylen: usize,
-        val: *const c_char,
-        vallen: usize,
-        errptr: *mut *mut c_char,
-    );
-    fn leveldb_get(
-        db: *mut Opaque,
-        options: *const Opaque,
-        key: *const c_char,
-        keylen: usize,
-        vallen: *mut usize,
-        errptr: *mut *mut c_char,
-    ) -> *mut c_char;
-    fn leveldb_delete(
-        db: *mut Opaque,
-        options: *const Opaque,
-        key: *const c_char,
-        keylen: usize,
-        errptr: *mut *mut c_char,
-    );
-    fn leveldb_compact_range(
-        db: *mut Opaque,
-        start: *const c_char,
-        start_len: usize,
-        limit: *const c_char,
-        limit_len: usize,
-    );
-    fn leveldb_create_iterator(db: *mut Opaque, options: *const Opaque) -> *mut Opaque;
-    fn leveldb_iter_destroy(it: *mut Opaque);
-    fn leveldb_iter_valid(it: *const Opaque) -> u8;
-    fn leveldb_iter_seek_to_first(it: *mut Opaque);
-    fn leveldb_iter_seek_to_last(it: *mut Opaque);
-    fn leveldb_iter_key(it: *const Opaque, len: *mut usize) -> *const c_char;
-    fn leveldb_iter_value(it: *const Opaque, len: *mut usize) -> *const c_char;
-    fn leveldb_iter_get_error(it: *const Opaque, errptr: *mut *mut c_char);
-    fn leveldb_readoptions_create() -> *mut Opaque;
-    fn leveldb_readoptions_destroy(options: *mut Opaque);
-    fn leveldb_writeoptions_create() -> *mut Opaque;
-    fn leveldb_writeoptions_destroy(options: *mut Opaque);
-    fn leveldb_filterpolicy_create(
-        state: *mut c_void,
-        destructor: unsafe extern "C" fn(*mut c_void),
-        create_filter: CreateFilter,
-        key_may_match: KeyMayMatch,
-        name: extern "C" fn(*mut c_void) -> *const c_char,
-    ) -> *mut Opaque;
-    fn leveldb_filterpolicy_create_bloom(bits_per_key: c_int) -> *mut Opaque;
-    fn leveldb_filterpolicy_destroy(policy: *mut Opaque);
-    fn leveldb_free(ptr: *mut c_void);
-}
+use leveldb_sys::*;
 
 /// The filter format `upgrade` writes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -122,9 +41,9 @@ pub type Record = (Vec<u8>, Vec<u8>);
 
 /// An open database with a filter policy. Closing (drop) releases LevelDB's lock.
 pub struct Db {
-    db: *mut Opaque,
-    options: *mut Opaque,
-    policy: *mut Opaque,
+    db: *mut leveldb_t,
+    options: *mut leveldb_options_t,
+    policy: *mut leveldb_filterpolicy_t,
 }
 
 impl Db {
@@ -153,10 +72,10 @@ impl Db {
                 unsafe {
                     leveldb_filterpolicy_create(
                         state.cast(),
-                        leveldb_bloom_cb_destructor,
-                        leveldb_bloom_cb_create_filter,
-                        leveldb_bloom_cb_key_may_match,
-                        leveldb_bloom_cb_name,
+                        Some(leveldb_bloom_cb_destructor),
+                        Some(leveldb_bloom_cb_create_filter),
+                        Some(leveldb_bloom_cb_key_may_match),
+                        Some(leveldb_bloom_cb_name),
                     )
                 }
             }
@@ -191,7 +110,7 @@ impl Db {
         let read = unsafe { leveldb_readoptions_create() };
         // SAFETY: db and read options live.
         let it = unsafe { leveldb_create_iterator(self.db, read) };
-        let record = |seek: unsafe extern "C" fn(*mut Opaque)| {
+        let record = |seek: unsafe extern "C" fn(*mut leveldb_iterator_t)| {
             // SAFETY: `it` is live until destroyed below.
             unsafe {
                 seek(it);

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use leveldb_bloom::{FilterPolicy, bloom, compact};
+use leveldb_bloom::{CompactPolicy, FilterBlockReader, FilterPolicy, bloom, compact};
 
 use crate::table::{self, RawBlock, Table};
 
@@ -102,10 +102,11 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
         }
     }
     let ours = table.filter_policy.as_deref() == Some(BUILTIN_POLICY);
-    let filters = table.filter_block().filter(|_| ours);
+    // Reads both formats (Bloom filters exactly as LevelDB does).
+    let policy = CompactPolicy::new(10.0).expect("10 bits per key is valid");
+    let filters = table.filter_block(&policy).filter(|_| ours);
     // Keys per filter (LevelDB adds each entry's user key to the filter of its block's
     // offset), the user keys, and the keys the filters do not find.
-    let policy = FilterPolicy::from(compact_reader());
     let mut keys_in_filter: Vec<u64> = vec![0; filters.map_or(0, |f| f.num_filters())];
     let mut user_keys: HashSet<Vec<u8>> = HashSet::new();
     for entry in &table.index {
@@ -127,14 +128,14 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
                 Keys::User => key,
             };
             if let Some(f) = filters {
-                let index = entry.handle.offset >> (f.base_lg() % 64);
+                let index = f.filter_index(entry.handle.offset);
                 if let Some(count) = usize::try_from(index)
                     .ok()
                     .and_then(|i| keys_in_filter.get_mut(i))
                 {
                     *count += 1;
                 }
-                missed += u64::from(!f.key_may_match_with(&policy, entry.handle.offset, user_key));
+                missed += u64::from(!f.key_may_match(entry.handle.offset, user_key));
             }
             if !user_keys.contains(user_key) {
                 user_keys.insert(user_key.to_vec());
@@ -158,14 +159,14 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
     report.filters = f.num_filters() as u64;
     let (mut filtered_keys, mut expected_sum) = (0u64, 0.0);
     for (i, &n) in keys_in_filter.iter().enumerate() {
-        let Some(filter) = f.filter(i) else {
+        let Some(filter) = f.filter(i as u64) else {
             report.other_filters += 1;
             continue;
         };
         report.filter_bytes += filter.len() as u64;
         let expected = if compact::is_compact(filter) {
             report.compact_filters += 1;
-            compact::expected_false_positive_rate(filter, n as usize)
+            compact::expected_false_positive_rate(filter)
         } else if let Some(fp) = bloom::expected_false_positive_rate(filter, n as usize) {
             report.bloom_filters += 1;
             Some(fp)
@@ -182,13 +183,8 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
         report.expected_fp = Some(expected_sum / filtered_keys as f64);
         report.compact_fp_same_size = Some(compact::false_positive_rate_at(bits_per_key));
     }
-    measure_false_positives(&table, f, &policy, &user_keys, keys, &mut report);
+    measure_false_positives(&table, f, &user_keys, keys, &mut report);
     Ok(report)
-}
-
-/// A policy that reads both formats (Bloom filters exactly as LevelDB does).
-fn compact_reader() -> leveldb_bloom::CompactPolicy {
-    leveldb_bloom::CompactPolicy::new(10.0).expect("10 bits per key is valid")
 }
 
 fn problem(e: table::Error) -> Problem {
@@ -201,10 +197,9 @@ fn problem(e: table::Error) -> Problem {
 
 /// Asks the filters about absent keys next to real ones (each key with its last byte one
 /// higher, and one lower), as LevelDB would: the filter of the block its index points to.
-fn measure_false_positives(
+fn measure_false_positives<P: FilterPolicy>(
     table: &Table<'_>,
-    filters: leveldb_bloom::FilterBlockReader<'_>,
-    policy: &FilterPolicy,
+    filters: FilterBlockReader<'_, P>,
     user_keys: &HashSet<Vec<u8>>,
     keys: Keys,
     report: &mut TableReport,
@@ -227,8 +222,7 @@ fn measure_false_positives(
             };
             let offset = table.index[block].handle.offset;
             report.fp_probes += 1;
-            report.false_positives +=
-                u64::from(filters.key_may_match_with(policy, offset, &neighbour));
+            report.false_positives += u64::from(filters.key_may_match(offset, &neighbour));
         }
     }
     if report.fp_probes > 0 {

@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use leveldb_bloom::FilterBlockReader;
+use leveldb_bloom::{FilterBlockReader, FilterPolicy};
 
 /// The last 8 bytes of every table file.
 pub const MAGIC: u64 = 0xdb47_7524_8b80_fb57;
@@ -337,9 +337,13 @@ impl<'a> Table<'a> {
         Ok(table)
     }
 
-    /// The filter block, as LevelDB reads it.
-    pub fn filter_block(&self) -> Option<FilterBlockReader<'_>> {
-        self.filter_contents.as_deref().map(FilterBlockReader::new)
+    /// The filter block, as LevelDB reads it with `policy`.
+    pub fn filter_block<'p, P: FilterPolicy>(
+        &'p self,
+        policy: &'p P,
+    ) -> Option<FilterBlockReader<'p, P>> {
+        let contents = self.filter_contents.as_deref()?;
+        Some(FilterBlockReader::new(policy, contents))
     }
 
     /// Every block the table has, each once: data blocks, metaindex, index, filter.

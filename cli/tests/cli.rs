@@ -3,7 +3,6 @@
 //! there and back with every key read by stock LevelDB.
 
 use std::collections::BTreeMap;
-use std::ffi::{CString, c_char};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -11,22 +10,9 @@ use leveldb_bloom_cli::leveldb::{Db, NewFilters};
 use leveldb_bloom_cli::table::{self, RawBlock, Table};
 use serde_json::Value;
 
-unsafe extern "C" {
-    fn leveldb_bloom_oracle_table_entries(path: *const c_char) -> i64;
-    fn leveldb_bloom_oracle_write_table(
-        path: *const c_char,
-        keys: *const *const c_char,
-        lens: *const usize,
-        n: usize,
-        bits_per_key: i32,
-    ) -> i32;
-}
-
 /// What LevelDB's `Table` iterator counts in the table at `path` (-1: it cannot read it).
 fn leveldb_table_entries(path: &Path) -> i64 {
-    let path = CString::new(path.to_str().unwrap()).unwrap();
-    // SAFETY: a NUL-terminated path; the oracle only reads the file.
-    unsafe { leveldb_bloom_oracle_table_entries(path.as_ptr()) }
+    leveldb_oracle::table_entries(path).map_or(-1, |n| n as i64)
 }
 
 fn run(args: &[&str]) -> Output {
@@ -197,20 +183,7 @@ fn a_table_file_written_by_table_builder_holds_user_keys() {
     let path = tmp.path().join("alone.ldb");
     let mut keys: Vec<Vec<u8>> = (0..5000).map(key).collect();
     keys.sort();
-    let ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr().cast()).collect();
-    let lens: Vec<usize> = keys.iter().map(Vec::len).collect();
-    let cpath = CString::new(path.to_str().unwrap()).unwrap();
-    // SAFETY: arrays of `keys.len()` live keys and lengths; a NUL-terminated path.
-    let rc = unsafe {
-        leveldb_bloom_oracle_write_table(
-            cpath.as_ptr(),
-            ptrs.as_ptr(),
-            lens.as_ptr(),
-            keys.len(),
-            10,
-        )
-    };
-    assert_eq!(rc, 0);
+    assert!(leveldb_oracle::write_table(&path, &keys, 10));
     let json = inspect_json(&path);
     let t = &json["tables"][0];
     assert_eq!(t["entries"].as_i64(), Some(leveldb_table_entries(&path)));
@@ -277,10 +250,11 @@ fn verify_finds_flipped_bytes_truncation_and_filters_that_lost_bits() {
     assert_damage_found(&dir, "filters that lost their bits", |b| {
         let handle = Table::open(b).unwrap().filter_handle.unwrap();
         let (start, size) = (handle.offset as usize, handle.size as usize);
-        let reader = leveldb_bloom::FilterBlockReader::new(&b[start..start + size]);
+        let policy = leveldb_bloom::BloomPolicy::new(10).unwrap();
+        let reader = leveldb_bloom::FilterBlockReader::new(&policy, &b[start..start + size]);
         let mut spans = Vec::new();
-        for i in 0..reader.num_filters() {
-            if let Some(f) = reader.filter(i) {
+        for i in 0..reader.num_filters() as u64 {
+            if let Some(f) = reader.filter(i).filter(|f| !f.is_empty()) {
                 let at = f.as_ptr() as usize - b.as_ptr() as usize;
                 spans.push(at..at + f.len().saturating_sub(1));
             }

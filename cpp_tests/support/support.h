@@ -169,7 +169,7 @@ inline std::string random_key(std::mt19937_64& rng, size_t max_len) {
 }
 
 // `n` keys as a batch or a filter often holds them: all of one random length up to
-// `max_len` half of the time (so that keys are hashed together, src/bloom/cpu.rs), else
+// `max_len` half of the time (so that keys are hashed together, src/bloom/lanes.rs), else
 // each of its own (random_key).
 inline std::vector<std::string> random_keys(std::mt19937_64& rng, size_t n, size_t max_len) {
   std::vector<std::string> keys(n);

@@ -12,9 +12,17 @@
 use std::ffi::OsString;
 use std::sync::OnceLock;
 
-pub(crate) use leveldb_bloom::Format;
 use leveldb_bloom::compact::MAX_BITS_PER_KEY;
 use leveldb_bloom::{BloomPolicy, CompactPolicy};
+
+/// The values of `LEVELDB_BLOOM_FORMAT`: which policy the drop-in makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// [`BloomPolicy`]: LevelDB's own filters.
+    Bloom,
+    /// [`CompactPolicy`].
+    Compact,
+}
 
 /// The format's value of `LEVELDB_BLOOM_FORMAT`.
 pub(crate) fn name(format: Format) -> &'static str {

@@ -118,7 +118,7 @@ extern "C" fn write_stats_file() {
         let Some(path) = std::env::var_os("LEVELDB_BLOOM_STATS_FILE") else {
             return;
         };
-        let stats = leveldb_bloom::stats::global_snapshot();
+        let stats = leveldb_bloom::global_stats();
         let choice = format::choice();
         let bits = choice
             .bits_per_key

@@ -1,16 +1,16 @@
 //! LevelDB's `leveldb.BuiltinBloomFilter2` policy (`util/bloom.cc`).
 //!
 //! A filter is a bit array followed by one byte holding the number of probes `k`. Each key
-//! sets `k` bits chosen by double hashing from its [`bloom_hash`].
+//! sets `k` bits chosen by double hashing from its hash (LevelDB's `util/hash.cc`, with the
+//! seed `0xbc9f1d34`).
 
+use crate::cpu;
 use crate::error::Error;
-use crate::filter::{FilterFormat, sealed::WriteFilter};
 use crate::hash::bloom_hash;
+use crate::policy::{FilterPolicy, sealed::WriteFilter};
 use crate::remainder::Remainder;
 
-pub use crate::filter::NAME;
-
-mod cpu;
+mod lanes;
 
 /// Probe counts above this are reserved for other encodings: their filters always match.
 pub const MAX_PROBES: u8 = 30;
@@ -24,7 +24,7 @@ const MIN_BITS: u64 = 64;
 /// and queries answer exactly as LevelDB does, malformed filters included.
 ///
 /// ```
-/// use leveldb_bloom::{BloomPolicy, FilterFormat};
+/// use leveldb_bloom::{BloomPolicy, FilterPolicy};
 ///
 /// let policy = BloomPolicy::new(10)?;
 /// assert_eq!(policy.probes(), 6);
@@ -53,15 +53,21 @@ impl BloomPolicy {
     /// assert_eq!(BloomPolicy::new(-1), Err(Error::NegativeBitsPerKey(-1)));
     /// # Ok::<(), Error>(())
     /// ```
-    pub fn new(bits_per_key: i32) -> Result<Self, Error> {
-        let Ok(bits_per_key) = u32::try_from(bits_per_key) else {
+    pub const fn new(bits_per_key: i32) -> Result<Self, Error> {
+        if bits_per_key < 0 {
             return Err(Error::NegativeBitsPerKey(bits_per_key));
+        }
+        // Exact: every i32 is a double. `as` to an integer saturates.
+        let probes = (bits_per_key as f64 * 0.69) as u32;
+        let probes = if probes < 1 {
+            1
+        } else if probes > MAX_PROBES as u32 {
+            MAX_PROBES
+        } else {
+            probes as u8
         };
-        // `as` saturates, and the clamp bounds the value anyway.
-        let probes = (f64::from(bits_per_key) * 0.69) as u64;
-        let probes = probes.clamp(1, u64::from(MAX_PROBES)) as u8;
         Ok(BloomPolicy {
-            bits_per_key,
+            bits_per_key: bits_per_key as u32,
             probes,
         })
     }
@@ -101,12 +107,12 @@ impl BloomPolicy {
     }
 }
 
-impl FilterFormat for BloomPolicy {
+impl FilterPolicy for BloomPolicy {
     /// Format rule: `bits = max(num_keys * bits_per_key, 64)`, rounded up to whole bytes,
     /// plus one byte for `k`.
     ///
     /// ```
-    /// use leveldb_bloom::{BloomPolicy, FilterFormat};
+    /// use leveldb_bloom::{BloomPolicy, FilterPolicy};
     ///
     /// let policy = BloomPolicy::new(10)?;
     /// assert_eq!(policy.filter_len(0)?, 9); // 64 bits + k
@@ -122,25 +128,66 @@ impl FilterFormat for BloomPolicy {
             .ok_or(Error::TooLarge)
     }
 
-    crate::filter::queries_by_module_functions!();
+    /// Answered as LevelDB 1.23 answers, whatever the bytes. The policy that built the
+    /// filter does not matter: `k` is read from the filter.
+    ///
+    /// Format rules: a filter shorter than 2 bytes matches nothing; a last byte `k` of 0 or
+    /// above 30 always matches (reserved for other encodings); otherwise the key may match
+    /// iff each of its `k` probes into the `(len - 1) * 8` bits finds a set bit.
+    ///
+    /// ```
+    /// use leveldb_bloom::{BloomPolicy, FilterPolicy};
+    ///
+    /// let policy = BloomPolicy::new(10)?;
+    /// assert!(!policy.key_may_match(b"x", b""));          // too short: nothing matches
+    /// assert!(policy.key_may_match(b"x", &[0, 0, 0xff])); // reserved encoding: may match
+    /// # Ok::<(), leveldb_bloom::Error>(())
+    /// ```
+    #[inline]
+    fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
+        key_may_match(key, filter)
+    }
+
+    /// Faster than one call per key: keys are hashed in groups (eight at a time in AVX2
+    /// lanes where the processor has them), so that their hashes overlap.
+    fn keys_may_match<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+        filter: &[u8],
+        results: &mut [bool],
+    ) {
+        keys_may_match(cpu::level(), keys, filter, results)
+    }
 }
 
 impl WriteFilter for BloomPolicy {
     /// Sets the probe bits of every key, and the last byte to `k`.
-    fn write_filter<I>(&self, mut keys: I, filter: &mut [u8]) -> Result<(), Error>
+    fn write_filter<I>(&self, keys: I, filter: &mut [u8]) -> Result<(), Error>
     where
         I: ExactSizeIterator,
         I::Item: AsRef<[u8]>,
     {
+        self.write_filter_at(cpu::level(), keys, filter);
+        Ok(())
+    }
+}
+
+impl BloomPolicy {
+    /// [`WriteFilter::write_filter`] by the code for `level`.
+    fn write_filter_at<I>(&self, level: cpu::Level, mut keys: I, filter: &mut [u8])
+    where
+        I: Iterator,
+        I::Item: AsRef<[u8]>,
+    {
         let Some((k, array)) = filter.split_last_mut() else {
-            return Ok(());
+            return;
         };
         *k = self.probes;
         if array.is_empty() {
-            return Ok(());
+            return;
         }
-        if cpu::set_in_lanes(&mut keys, self.probes, array) {
-            return Ok(());
+        if lanes::set_in_lanes(level, &mut keys, self.probes, array) {
+            return;
         }
         let remainder = Remainder::new(array.len());
         // Hash a group of keys first, then set their bits: the hashes are independent chains
@@ -161,7 +208,6 @@ impl WriteFilter for BloomPolicy {
             }
         }
         set_group(array, &starts[..n]);
-        Ok(())
     }
 }
 
@@ -179,22 +225,10 @@ pub fn expected_false_positive_rate(filter: &[u8], keys: usize) -> Option<f64> {
     Some((1.0 - (-k * keys as f64 / bits).exp()).powf(k))
 }
 
-/// Whether `key` may be in a `leveldb.BuiltinBloomFilter2` filter, answered as LevelDB 1.23
-/// answers, whatever the bytes. The policy that built the filter does not matter: `k` is
-/// read from the filter.
-///
-/// Format rules: a filter shorter than 2 bytes matches nothing; a last byte `k` of 0 or
-/// above 30 always matches (reserved for other encodings); otherwise the key may match iff
-/// each of its `k` probes into the `(len - 1) * 8` bits finds a set bit.
-///
-/// ```
-/// use leveldb_bloom::key_may_match;
-///
-/// assert!(!key_may_match(b"x", b""));          // too short: nothing matches
-/// assert!(key_may_match(b"x", &[0, 0, 0xff])); // reserved encoding: everything may match
-/// ```
+/// Whether `key` may be in a `leveldb.BuiltinBloomFilter2` filter (the format rules of
+/// [`BloomPolicy`]'s `key_may_match`).
 #[inline]
-pub fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
+pub(crate) fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
     may_match_hashed(ProbeStart::of(key), filter)
 }
 
@@ -202,7 +236,7 @@ pub fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
 /// call: it does not depend on the key, so the processor overlaps its division with the
 /// hash.
 #[inline(always)]
-pub(crate) fn may_match_hashed(start: ProbeStart, filter: &[u8]) -> bool {
+fn may_match_hashed(start: ProbeStart, filter: &[u8]) -> bool {
     match filter_array(filter) {
         Ok((k, array)) => {
             let remainder = Remainder::new(array.len());
@@ -244,8 +278,10 @@ fn filter_array(filter: &[u8]) -> Result<(u8, &[u8]), bool> {
 
 /// [`key_may_match`] for many keys against one filter: `results[i]` answers `keys[i]`.
 /// Keys past `results.len()` are not read; results past the keys are left alone. Faster
-/// than one call per key: keys are hashed in groups, so their hashes overlap.
-pub fn keys_may_match<'k>(
+/// than one call per key: keys are hashed in groups (in lanes where `level` allows), so
+/// their hashes overlap.
+pub(crate) fn keys_may_match<'k>(
+    level: cpu::Level,
     keys: impl IntoIterator<Item = &'k [u8]>,
     filter: &[u8],
     results: &mut [bool],
@@ -258,7 +294,7 @@ pub fn keys_may_match<'k>(
             return;
         }
     };
-    let answered = cpu::answer_in_lanes(&mut keys, k, array, results);
+    let answered = lanes::answer_in_lanes(level, &mut keys, k, array, results);
     let results = &mut results[answered..];
     let remainder = Remainder::new(array.len());
     let mut starts = [ProbeStart::default(); HASH_GROUP];
@@ -278,7 +314,7 @@ pub fn keys_may_match<'k>(
 }
 
 /// How many keys are hashed before their bits are set.
-pub(crate) const HASH_GROUP: usize = 16;
+const HASH_GROUP: usize = 16;
 
 /// Runs `$body` with the const `$k` equal to the probe count when it is one that default
 /// settings produce (6 for 10 bits per key, 11 for 16), so that the probe loop unrolls;
@@ -371,14 +407,14 @@ fn halves_set<const REDUCES: bool>(
 /// then `h += delta` with 32-bit wrapping. Over an array of 2^32 bits or more the position
 /// is `h` itself.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct ProbeStart {
+struct ProbeStart {
     h: u32,
     delta: u32,
 }
 
 impl ProbeStart {
     #[inline]
-    pub(crate) fn of(key: &[u8]) -> Self {
+    fn of(key: &[u8]) -> Self {
         Self::of_hash(bloom_hash(key))
     }
 
@@ -408,7 +444,9 @@ mod tests {
         hex(&dst)
     }
 
-    // Vectors produced by libleveldb 1.23 (shared/docs/leveldb-filter-format.md, section 2).
+    // Filters LevelDB 1.23 builds for these keys (all but the third are in
+    // tests/vectors/leveldb_filters.json, which cpp_tests/vectors_test.cc checks against the
+    // real library).
     #[test]
     fn leveldb_filter_vectors() {
         assert_eq!(filter(10, &["hello", "world"]), "114000414410401006");
@@ -498,25 +536,25 @@ mod tests {
         let mut malformed: Vec<Vec<u8>> =
             vec![vec![], vec![6], vec![0, 0], vec![0, 31], vec![0xff; 9]];
         malformed.push(filter.clone());
-        for filter in &malformed {
-            // 37 keys: groups of 16 and a partial one.
-            for n in [0, 1, 16, 37, 200] {
-                let mut results = vec![false; n];
-                keys_may_match(keys[..n].iter().map(Vec::as_slice), filter, &mut results);
-                let single: Vec<bool> =
-                    keys[..n].iter().map(|k| key_may_match(k, filter)).collect();
-                assert_eq!(results, single, "filter {filter:?} n {n}");
+        for level in cpu::supported() {
+            for filter in &malformed {
+                // 37 keys: groups of 16 and a partial one.
+                for n in [0, 1, 16, 37, 200] {
+                    let mut results = vec![false; n];
+                    let keys = keys[..n].iter().map(Vec::as_slice);
+                    keys_may_match(level, keys.clone(), filter, &mut results);
+                    let single: Vec<bool> = keys.map(|k| key_may_match(k, filter)).collect();
+                    assert_eq!(results, single, "filter {filter:?} n {n} {level:?}");
+                }
             }
-        }
-        let mut short = vec![true; 3];
-        keys_may_match(keys.iter().map(Vec::as_slice), &filter, &mut short);
-        assert_eq!(
-            short,
-            keys[..3]
+            let mut short = vec![true; 3];
+            keys_may_match(level, keys.iter().map(Vec::as_slice), &filter, &mut short);
+            let single: Vec<bool> = keys[..3]
                 .iter()
                 .map(|k| key_may_match(k, &filter))
-                .collect::<Vec<_>>()
-        );
+                .collect();
+            assert_eq!(short, single, "{level:?}");
+        }
     }
 
     #[test]
@@ -535,35 +573,37 @@ mod tests {
         );
     }
 
-    /// Filters built key by key by the format rules equal the grouped builder's for every
-    /// count around the hash groups, and batch answers equal single ones.
+    /// Filters built key by key by the format rules equal the grouped builder's at every
+    /// level, for every count around the hash groups and lanes, and batch answers equal
+    /// single ones.
     #[test]
     fn every_group_size_builds_and_answers_alike() {
         let keys: Vec<Vec<u8>> = (0..200u32)
             .map(|i| i.to_le_bytes().repeat(1 + i as usize % 9))
             .collect();
-        for bpk in [1, 10, 16, 37] {
-            let policy = BloomPolicy::new(bpk).unwrap();
-            for n in [0usize, 1, 7, 8, 9, 15, 16, 17, 24, 63, 200] {
-                let mut filter = Vec::new();
-                policy.create_filter(&keys[..n], &mut filter).unwrap();
-                // The portable rules, key by key.
-                let mut want = vec![0u8; filter.len()];
-                let (k, array) = want.split_last_mut().unwrap();
-                *k = policy.probes();
-                let remainder = Remainder::new(array.len());
-                for key in &keys[..n] {
-                    set_bits::<0>(array, remainder, ProbeStart::of(key), policy.probes());
-                }
-                assert_eq!(filter, want, "bpk {bpk}, {n} keys");
-                for m in [0usize, 3, 8, 13, 16, 200] {
-                    let mut batch = vec![false; m];
-                    keys_may_match(keys[..m].iter().map(Vec::as_slice), &filter, &mut batch);
-                    let single: Vec<bool> = keys[..m]
-                        .iter()
-                        .map(|key| key_may_match(key, &filter))
-                        .collect();
-                    assert_eq!(batch, single, "bpk {bpk}, {n} keys, {m} queries");
+        for level in cpu::supported() {
+            for bpk in [1, 10, 16, 37] {
+                let policy = BloomPolicy::new(bpk).unwrap();
+                for n in [0usize, 1, 7, 8, 9, 15, 16, 17, 24, 63, 200] {
+                    let mut filter = vec![0u8; policy.filter_len(n).unwrap()];
+                    policy.write_filter_at(level, keys[..n].iter(), &mut filter);
+                    // The portable rules, key by key.
+                    let mut want = vec![0u8; filter.len()];
+                    let (k, array) = want.split_last_mut().unwrap();
+                    *k = policy.probes();
+                    let remainder = Remainder::new(array.len());
+                    for key in &keys[..n] {
+                        set_bits::<0>(array, remainder, ProbeStart::of(key), policy.probes());
+                    }
+                    assert_eq!(filter, want, "bpk {bpk}, {n} keys, {level:?}");
+                    for m in [0usize, 3, 8, 13, 16, 200] {
+                        let mut batch = vec![false; m];
+                        let keys = keys[..m].iter().map(Vec::as_slice);
+                        keys_may_match(level, keys.clone(), &filter, &mut batch);
+                        let single: Vec<bool> =
+                            keys.map(|key| key_may_match(key, &filter)).collect();
+                        assert_eq!(batch, single, "bpk {bpk}, {n} keys, {m} queries");
+                    }
                 }
             }
         }

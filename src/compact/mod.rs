@@ -1,34 +1,23 @@
-//! The compact filter format (opt-in), in two versions: a ribbon filter (`ribbon`, the one
-//! written, answered in constant time whatever the filter's size), and the first version, a
-//! set of hash fingerprints, Elias-Fano coded, with one bit saved per bucket that holds two
-//! or more of them (still read exactly as before; written only where no ribbon filter can be
-//! solved). `docs/compact-format.md` is the specification and the measurements behind the
-//! design; this module implements it.
+//! The compact filter format (opt-in): a ribbon filter (`ribbon`), answered in constant time
+//! whatever the filter's size, with a fifth to a third of a Bloom filter's false positives
+//! in the same memory. `docs/compact-format.md` is the specification and the measurements
+//! behind the design; this module implements it.
 //!
-//! A compact filter ends in a marker byte in `31..=255`, which every stock LevelDB reader
-//! answers with "may match": a table written with compact filters stays correct (only
-//! unfiltered) under LevelDB's own Bloom policy. [`CompactPolicy`] reads both formats:
-//! filters ending in `1..=30` (LevelDB's Bloom filters) are answered bit-identically to
-//! LevelDB.
+//! A compact filter ends in [`MARKER`] (31), which every stock LevelDB reader answers with
+//! "may match": a table written with compact filters stays correct (only unfiltered) under
+//! LevelDB's own Bloom policy. [`CompactPolicy`] answers every other filter as LevelDB does:
+//! LevelDB's Bloom filters (last byte `1..=30`) bit-identically, and any other last byte
+//! above 30 with "may match".
 
-mod build;
-mod cpu;
-mod layout;
-mod query;
 mod ribbon;
 
 use crate::bloom;
+use crate::cpu;
 use crate::error::Error;
-use crate::filter::{FilterFormat, sealed::WriteFilter};
-use layout::{FIRST_VERSION_MARKER_MIN, Layout};
-pub use layout::{MAX_LOW_BITS, key_hash};
-pub use ribbon::RIBBON_MARKER;
+use crate::policy::{FilterPolicy, sealed::WriteFilter};
+pub use ribbon::MARKER;
 
-/// The smallest last byte of a compact filter of either version (the second version's
-/// marker); smaller last bytes are LevelDB's.
-pub const MARKER_MIN: u8 = RIBBON_MARKER;
-
-/// The largest bits per key a compact policy accepts: beyond it the 28 low bits are the
+/// The largest bits per key a compact policy accepts: beyond it the 32 result bits are the
 /// limit, and the rest of the memory would be padding.
 pub const MAX_BITS_PER_KEY: f64 = 32.0;
 
@@ -37,16 +26,16 @@ const MIN_PAYLOAD_BITS: f64 = 64.0;
 
 /// The opt-in compact filter policy. Its name is LevelDB's, `leveldb.BuiltinBloomFilter2`,
 /// so existing tables keep their (Bloom) filters: it answers them as LevelDB does, and its
-/// own filters by their marker byte.
+/// own filters by their last byte.
 ///
 /// ```
-/// use leveldb_bloom::{CompactPolicy, FilterFormat};
+/// use leveldb_bloom::{CompactPolicy, FilterPolicy};
 ///
 /// let policy = CompactPolicy::new(10.0)?;
 /// let mut filter = Vec::new();
 /// policy.create_filter(["hello", "world"], &mut filter)?;
 /// assert!(policy.key_may_match(b"hello", &filter));
-/// assert_eq!(filter.last(), Some(&31)); // a ribbon filter; stock LevelDB: "may match"
+/// assert_eq!(filter.last(), Some(&31)); // stock LevelDB: "may match"
 /// # Ok::<(), leveldb_bloom::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -99,8 +88,8 @@ impl CompactPolicy {
 }
 
 impl WriteFilter for CompactPolicy {
-    /// When no filter fits (too few bits per key) it stays all zero: its last byte 0 makes
-    /// every reader, LevelDB's included, answer "may match".
+    /// When no ribbon filter can be solved in the space (too few bits per key) the filter is
+    /// all zero: its last byte 0 makes every reader, LevelDB's included, answer "may match".
     fn write_filter<I>(&self, keys: I, filter: &mut [u8]) -> Result<(), Error>
     where
         I: ExactSizeIterator,
@@ -112,7 +101,7 @@ impl WriteFilter for CompactPolicy {
         let hashes = if keys.len() <= stack.len() {
             let mut filled = 0;
             for key in keys {
-                let hash = key_hash(key.as_ref());
+                let hash = ribbon::key_hash(key.as_ref());
                 match stack.get_mut(filled) {
                     Some(slot) => *slot = hash,
                     // An iterator longer than it said: move everything to the heap.
@@ -129,41 +118,32 @@ impl WriteFilter for CompactPolicy {
                 filled += 1;
             }
             if heap.is_empty() {
-                &mut stack[..filled]
+                &stack[..filled]
             } else {
-                &mut heap[..]
+                &heap[..]
             }
         } else {
             heap.try_reserve_exact(keys.len())
                 .map_err(|_| Error::OutOfMemory)?;
-            heap.extend(keys.map(|key| key_hash(key.as_ref())));
-            &mut heap[..]
+            heap.extend(keys.map(|key| ribbon::key_hash(key.as_ref())));
+            &heap[..]
         };
-        if cpu::build_ribbon(hashes, filter) {
-            return Ok(());
-        }
-        build::sort_hashes(hashes)?;
-        let hashes = build::dedup(hashes);
-        let Some((marker, payload)) = filter.split_last_mut() else {
-            return Ok(());
-        };
-        if let Some(layout) = Layout::choose(hashes, payload.len() as u64 * 8) {
-            layout.encode(hashes, payload)?;
-            *marker = layout.marker();
+        if !ribbon::build(cpu::level(), hashes, filter) {
+            filter.fill(0);
         }
         Ok(())
     }
 }
 
-impl FilterFormat for CompactPolicy {
+impl FilterPolicy for CompactPolicy {
     /// The length in bytes of the filter for `num_keys` keys (duplicates count): the
     /// length of LevelDB's Bloom filter at the same bits per key.
     ///
     /// Format rule: `bits = max(ceil(num_keys * bits_per_key), 64)` (the product in double
-    /// precision), rounded up to whole bytes, plus the marker byte.
+    /// precision), rounded up to whole bytes, plus one byte.
     ///
     /// ```
-    /// use leveldb_bloom::{CompactPolicy, FilterFormat};
+    /// use leveldb_bloom::{CompactPolicy, FilterPolicy};
     ///
     /// let policy = CompactPolicy::new(10.0)?;
     /// assert_eq!(policy.filter_len(100)?, 126); // as BloomPolicy::new(10)
@@ -180,7 +160,32 @@ impl FilterFormat for CompactPolicy {
             .ok_or(Error::TooLarge)
     }
 
-    crate::filter::queries_by_module_functions!();
+    /// Format rule: a filter of 2 or more bytes ending in [`MARKER`] is a ribbon filter;
+    /// any other is answered as LevelDB answers it.
+    #[inline]
+    fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
+        if is_compact(filter) {
+            ribbon::key_may_match(cpu::level(), key, filter)
+        } else {
+            bloom::key_may_match(key, filter)
+        }
+    }
+
+    fn keys_may_match<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+        filter: &[u8],
+        results: &mut [bool],
+    ) {
+        let level = cpu::level();
+        if is_compact(filter) {
+            for (result, key) in results.iter_mut().zip(keys) {
+                *result = ribbon::key_may_match(level, key, filter);
+            }
+        } else {
+            bloom::keys_may_match(level, keys, filter, results);
+        }
+    }
 }
 
 /// The fewest keys a filter holds for [`CompactPolicy::for_fp_rate`]'s rate to hold.
@@ -196,79 +201,21 @@ pub fn false_positive_rate_at(bits_per_key: f64) -> f64 {
     }
 }
 
-/// Whether `key` may be in `filter`, read as [`CompactPolicy`] reads it: a filter of 2 or
-/// more bytes ending in `31` is a ribbon filter (the format's second version), one ending in
-/// `32..=255` is of the first version; any other is answered as LevelDB answers it.
-#[inline]
-pub fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
-    match version(filter) {
-        Some(Version::Ribbon) => cpu::ribbon_may_match(key, filter),
-        Some(Version::EliasFano) => cpu::may_match(key, filter),
-        None => bloom::key_may_match(key, filter),
+/// The false-positive rate of a compact `filter` on absent keys, `2^-r` with `r` its result
+/// bits (`docs/compact-format.md`); `None` if it is not a compact filter or has no slot.
+pub fn expected_false_positive_rate(filter: &[u8]) -> Option<f64> {
+    if !is_compact(filter) {
+        return None;
     }
+    ribbon::expected_false_positive_rate(filter)
 }
 
-/// Answers [`key_may_match`] for each of `keys` against one `filter`: `results[i]` for key
-/// `i`. Keys past `results.len()` are not read.
-pub fn keys_may_match<'k>(
-    keys: impl IntoIterator<Item = &'k [u8]>,
-    filter: &[u8],
-    results: &mut [bool],
-) {
-    match version(filter) {
-        Some(Version::Ribbon) => {
-            for (result, key) in results.iter_mut().zip(keys) {
-                *result = cpu::ribbon_may_match(key, filter);
-            }
-        }
-        Some(Version::EliasFano) => {
-            for (result, key) in results.iter_mut().zip(keys) {
-                *result = cpu::may_match(key, filter);
-            }
-        }
-        None => bloom::keys_may_match(keys, filter, results),
-    }
-}
-
-/// The false-positive rate a compact `filter` holding `keys` distinct keys has on absent
-/// keys (`docs/compact-format.md`): `2^-r` for a ribbon filter whatever `keys`,
-/// `keys / (Z * 2^L)` for one of the first version; `None` if it is not a compact filter or
-/// has no slot or bucket.
-pub fn expected_false_positive_rate(filter: &[u8], keys: usize) -> Option<f64> {
-    match version(filter)? {
-        Version::Ribbon => return ribbon::expected_false_positive_rate(filter),
-        Version::EliasFano => {}
-    }
-    let (&marker, payload) = filter.split_last()?;
-    let layout = Layout::from_marker(marker, payload.len() as u64 * 8);
-    (layout.buckets > 0)
-        .then(|| (keys as f64 / (layout.buckets as f64 * (layout.low_bits as f64).exp2())).min(1.0))
-}
-
-/// Whether `filter` is in the compact format, either version (which LevelDB answers with
-/// "may match").
-pub fn is_compact(filter: &[u8]) -> bool {
-    version(filter).is_some()
-}
-
-/// The two versions of the compact format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Version {
-    /// Markers `32..=255`: fingerprints, Elias-Fano coded (no longer written unless a ribbon
-    /// filter cannot be solved).
-    EliasFano,
-    /// Marker `31`: a ribbon filter.
-    Ribbon,
-}
-
-/// Format rule: a filter of 2 or more bytes is compact when its last byte is 31 or more.
+/// Whether `filter` is in the compact format (which LevelDB answers with "may match").
+///
+/// Format rule: 2 or more bytes, the last [`MARKER`].
 #[inline(always)]
-fn version(filter: &[u8]) -> Option<Version> {
-    match filter {
-        [_, .., RIBBON_MARKER] => Some(Version::Ribbon),
-        [_, .., marker] if *marker >= FIRST_VERSION_MARKER_MIN => Some(Version::EliasFano),
-        _ => None,
-    }
+pub fn is_compact(filter: &[u8]) -> bool {
+    matches!(filter, [_, .., MARKER])
 }
 
 #[cfg(test)]
@@ -276,18 +223,11 @@ mod tests {
     use super::*;
     use crate::BloomPolicy;
 
-    /// Deterministic pseudo-random keys (splitmix64), `len` bytes each.
-    pub(super) fn keys(seed: u64, count: usize, len: usize) -> Vec<Vec<u8>> {
-        let mut state = seed;
-        let mut next = move || {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        };
+    /// Seeded random keys, `len` bytes each.
+    fn keys(seed: u64, count: usize, len: usize) -> Vec<Vec<u8>> {
+        let mut rng = fastrand::Rng::with_seed(seed);
         (0..count)
-            .map(|_| (0..len).map(|_| next() as u8).collect())
+            .map(|_| std::iter::repeat_with(|| rng.u8(..)).take(len).collect())
             .collect()
     }
 
@@ -337,22 +277,21 @@ mod tests {
     }
 
     #[test]
-    fn non_compact_filters_are_answered_as_leveldb_answers() {
+    fn non_compact_filters_are_answered_as_bloom_filters() {
+        let compact = CompactPolicy::new(10.0).unwrap();
+        let bloom = BloomPolicy::new(10).unwrap();
         let probes = keys(3, 300, 12);
         for len in 0..40usize {
-            for last in (0..32u8).chain([32, 100, 255]) {
+            for last in (0..=255u8).filter(|&last| last != MARKER) {
                 let mut filter: Vec<u8> = keys(len as u64, 1, len).remove(0);
                 if let Some(byte) = filter.last_mut() {
                     *byte = last;
                 }
+                assert!(!is_compact(&filter));
                 for key in &probes {
-                    let ours = key_may_match(key, &filter);
-                    if is_compact(&filter) {
-                        continue; // decoded as compact: only "no panic" is asked here
-                    }
                     assert_eq!(
-                        ours,
-                        crate::key_may_match(key, &filter),
+                        compact.key_may_match(key, &filter),
+                        bloom.key_may_match(key, &filter),
                         "len {len} last {last}"
                     );
                 }
@@ -362,15 +301,16 @@ mod tests {
 
     #[test]
     fn random_bytes_never_panic() {
+        let policy = CompactPolicy::new(10.0).unwrap();
         let probes = keys(4, 64, 9);
         for (i, filter) in keys(5, 4000, 0).iter().enumerate() {
             let mut filter = filter.clone();
             filter.extend(keys(i as u64, 1, i % 300).remove(0));
             if let Some(last) = filter.last_mut() {
-                *last |= 0x20;
+                *last = MARKER;
             }
             for key in &probes {
-                let _ = key_may_match(key, &filter);
+                let _ = policy.key_may_match(key, &filter);
             }
         }
     }

@@ -7,11 +7,20 @@
 //!
 //! Layout: `payload ++ [params, 31]`. `params = (r - 1) | seed << 5`; with `P` the payload
 //! bits, `m = floor(P / r)` slots; solution column `j` (`0 <= j < r`) is the `m` bits at
-//! payload bit `j * m` (bit `i` of the payload is bit `i % 8` of byte `i / 8`).
+//! payload bit `j * m` (bit `i` of the payload is bit `i % 8` of byte `i / 8`). The key hash
+//! is XXH3-64 (`XXH3_64bits`, seed 0).
+//!
+//! Building and querying are compiled once for each instruction-set level that makes them
+//! faster (`crate::cpu`): a query is a parity per column, a build a parity per column and
+//! slot, both a popcount where the processor has one.
 
-/// The last byte of a filter of this version. LevelDB reads it as a Bloom filter with 31
-/// probes, which it answers with "may match", as the format's first version does.
-pub const RIBBON_MARKER: u8 = 31;
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::cpu::Level;
+
+/// The last byte of a ribbon filter. LevelDB reads it as a Bloom filter with 31 probes,
+/// which it answers with "may match".
+pub const MARKER: u8 = 31;
 
 /// The most result bits (`r`) a filter has: five bits of `params`.
 const MAX_RESULT_BITS: u32 = 32;
@@ -125,12 +134,84 @@ impl Shape {
     }
 }
 
-/// Whether the key of `hash` may be in `filter`, a whole filter of this version (its last
-/// byte [`RIBBON_MARKER`]). Format rule: it may when, in every column `j`, the parity of
-/// the solution bits `j * m + start + i` over the set bits `i` of its coefficients is bit
-/// `j` of its result. A filter with no slot answers "may match".
+/// Whether `key` may be in the ribbon `filter` (2 or more bytes, the last [`MARKER`]), by
+/// the version of the query compiled for `level`.
 #[inline(always)]
-pub(super) fn may_match(hash: u64, filter: &[u8]) -> bool {
+#[allow(unsafe_code)] // calls the version compiled for the processor's level
+pub(super) fn key_may_match(level: Level, key: &[u8], filter: &[u8]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if level.has_avx2() {
+            // SAFETY: `level` says the processor has BMI1, BMI2 and popcnt.
+            return unsafe { x86::key_may_match_bmi2(key, filter) };
+        }
+        if level.has_popcnt() {
+            // SAFETY: `level` says the processor has popcnt.
+            return unsafe { x86::key_may_match_popcnt(key, filter) };
+        }
+    }
+    let _ = level;
+    key_may_match_portable(key, filter)
+}
+
+/// The query in the target's baseline instructions. (Each version is a function of its
+/// own, so that the dispatch inlines into the caller without the versions' stack frames.)
+#[inline(never)]
+fn key_may_match_portable(key: &[u8], filter: &[u8]) -> bool {
+    may_match(xxh3_64(key), filter)
+}
+
+/// Writes a ribbon filter for `hashes` into `filter` ([`build_filter`]), by the version
+/// compiled for `level`.
+#[allow(unsafe_code)] // calls the version compiled for the processor's level
+pub(super) fn build(level: Level, hashes: &[u64], filter: &mut [u8]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if level.has_popcnt() {
+        // SAFETY: `level` says the processor has popcnt.
+        return unsafe { x86::build_popcnt(hashes, filter) };
+    }
+    let _ = level;
+    build_portable(hashes, filter)
+}
+
+#[inline(never)]
+fn build_portable(hashes: &[u64], filter: &mut [u8]) -> bool {
+    build_filter(hashes, filter)
+}
+
+/// The versions compiled for x86-64's wider instructions.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{build_filter, may_match, xxh3_64};
+
+    #[target_feature(enable = "popcnt,bmi1,bmi2")]
+    pub(super) fn key_may_match_bmi2(key: &[u8], filter: &[u8]) -> bool {
+        may_match(xxh3_64(key), filter)
+    }
+
+    #[target_feature(enable = "popcnt")]
+    pub(super) fn key_may_match_popcnt(key: &[u8], filter: &[u8]) -> bool {
+        may_match(xxh3_64(key), filter)
+    }
+
+    #[target_feature(enable = "popcnt")]
+    pub(super) fn build_popcnt(hashes: &[u64], filter: &mut [u8]) -> bool {
+        build_filter(hashes, filter)
+    }
+}
+
+/// The key hash of the format: XXH3-64 (`XXH3_64bits`, seed 0).
+#[inline(always)]
+pub(super) fn key_hash(key: &[u8]) -> u64 {
+    xxh3_64(key)
+}
+
+/// Whether the key of `hash` may be in `filter`, a whole ribbon filter (its last byte
+/// [`MARKER`]). Format rule: it may when, in every column `j`, the parity of the solution
+/// bits `j * m + start + i` over the set bits `i` of its coefficients is bit `j` of its
+/// result. A filter with no slot answers "may match".
+#[inline(always)]
+fn may_match(hash: u64, filter: &[u8]) -> bool {
     match filter {
         [.., params, _] if filter.len() >= 8 => {
             windows_match(hash, filter, filter.len() - 2, *params)
@@ -228,15 +309,15 @@ pub(super) fn result_bits_at(bits_per_key: f64) -> u32 {
         .clamp(0.0, f64::from(MAX_RESULT_BITS)) as u32
 }
 
-/// Writes a filter of this version for `hashes` into `filter` (payload, `params`, marker)
-/// with the most result bits that leave about 8% more slots than keys, trying [`SEEDS`]
-/// seeds for each, then one result bit less. Returns `false`, with `filter` unspecified,
-/// when none solved (too few bits per key) or the scratch memory was not there.
+/// Writes a ribbon filter for `hashes` into `filter` (payload, `params`, marker) with the
+/// most result bits that leave about 8% more slots than keys, trying [`SEEDS`] seeds for
+/// each, then one result bit less. Returns `false`, with `filter` unspecified, when none
+/// solved (too few bits per key) or the scratch memory was not there.
 ///
 /// Any solution of the keys' equations is a valid filter; this one sets the slots that no
 /// equation ends on to zero.
 #[inline(always)]
-pub(super) fn build(hashes: &[u64], filter: &mut [u8]) -> bool {
+fn build_filter(hashes: &[u64], filter: &mut [u8]) -> bool {
     let Some(payload_len) = filter.len().checked_sub(2) else {
         return false;
     };
@@ -268,7 +349,7 @@ pub(super) fn build(hashes: &[u64], filter: &mut [u8]) -> bool {
             if band(&shape, hashes, coefficients, results) {
                 back_substitute(&shape, coefficients, results, payload);
                 trailer[0] = shape.params();
-                trailer[1] = RIBBON_MARKER;
+                trailer[1] = MARKER;
                 return true;
             }
         }
@@ -431,18 +512,12 @@ fn or_bits(payload: &mut [u8], at: u64, word: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::FilterPolicy;
+    use crate::{CompactPolicy, cpu};
 
     fn hashes(seed: u64, count: usize) -> Vec<u64> {
-        let mut state = seed;
-        (0..count)
-            .map(|_| {
-                state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                let mut z = state;
-                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-                z ^ (z >> 31)
-            })
-            .collect()
+        let mut rng = fastrand::Rng::with_seed(seed);
+        (0..count).map(|_| rng.u64(..)).collect()
     }
 
     #[test]
@@ -469,8 +544,8 @@ mod tests {
         for (keys, bytes) in [(10, 14), (100, 126), (1000, 1251), (3000, 3751)] {
             let present = hashes(keys as u64, keys);
             let mut filter = vec![0u8; bytes];
-            assert!(build(&present, &mut filter));
-            assert_eq!(filter[bytes - 1], RIBBON_MARKER);
+            assert!(build_filter(&present, &mut filter));
+            assert_eq!(filter[bytes - 1], MARKER);
             for &hash in &present {
                 assert!(may_match(hash, &filter), "{keys} keys");
             }
@@ -484,5 +559,69 @@ mod tests {
                 shape.result_bits
             );
         }
+    }
+
+    /// The versions of `level` build the same bytes as the portable ones, and answer alike,
+    /// on built filters and with bits flipped.
+    fn builds_and_answers_as_the_portable_version(level: Level) {
+        let mut rng = fastrand::Rng::with_seed(0x71b6);
+        let mut compared = 0;
+        for n in (0..40).chain([64, 100, 129, 500, 1000, 1100, 3000]) {
+            for bits_per_key in [1.5, 3.0, 6.0, 10.0, 16.0, 25.0] {
+                let hashes: Vec<u64> = (0..n).map(|_| rng.u64(..)).collect();
+                let len = CompactPolicy::new(bits_per_key)
+                    .unwrap()
+                    .filter_len(n)
+                    .unwrap();
+                let [mut filter, portable] = [level, Level::PORTABLE].map(|level| {
+                    let mut filter = vec![0u8; len];
+                    assert!(
+                        build(level, &hashes, &mut filter),
+                        "n {n}, bpk {bits_per_key}"
+                    );
+                    filter
+                });
+                assert_eq!(filter, portable, "n {n}, bpk {bits_per_key}");
+                for flips in 0..3 {
+                    for _ in 0..flips {
+                        let at = rng.usize(..filter.len() - 1);
+                        filter[at] ^= 1 << rng.u32(..8);
+                    }
+                    for probe in (0..60).map(|_| rng.u64(..).to_le_bytes()) {
+                        assert_eq!(
+                            key_may_match(level, &probe, &filter),
+                            key_may_match(Level::PORTABLE, &probe, &filter),
+                            "n {n}"
+                        );
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        assert!(compared > 10_000);
+    }
+
+    /// The lowest level this processor runs that passes `has`.
+    fn level_with(has: fn(Level) -> bool) -> Level {
+        let level = cpu::supported().into_iter().find(|&level| has(level));
+        level.expect("the processor has the level (else the test is ignored)")
+    }
+
+    #[test]
+    #[cfg_attr(
+        not(leveldb_bloom_test_popcnt),
+        ignore = "the processor that built the tests has no popcnt"
+    )]
+    fn popcnt_versions_build_and_answer_as_the_portable_ones() {
+        builds_and_answers_as_the_portable_version(level_with(Level::has_popcnt));
+    }
+
+    #[test]
+    #[cfg_attr(
+        not(leveldb_bloom_test_avx2),
+        ignore = "the processor that built the tests has no BMI2"
+    )]
+    fn bmi2_versions_build_and_answer_as_the_portable_ones() {
+        builds_and_answers_as_the_portable_version(level_with(Level::has_avx2));
     }
 }

@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_int, c_void};
 use super::boundary::{FfiResult, KeyArray, guard, guard_query, try_filter, try_ref, try_slice};
 use super::policy::{POLICY_NAME, leveldb_bloom_policy, leveldb_bloom_policy_destroy};
 use super::status::leveldb_bloom_status::*;
-use crate::filter::FilterFormat;
+use crate::policy::FilterPolicy;
 
 /// The filter handed to LevelDB when no real one can be built: its `k` byte of 0 makes every
 /// LevelDB reader answer "may match", so the table stays correct, only unfiltered.
@@ -79,10 +79,10 @@ unsafe fn malloc_filter(
     }
     // SAFETY: `buffer` holds `len` zeroed bytes that only this function knows of.
     let filter = unsafe { std::slice::from_raw_parts_mut(buffer, len) };
-    if let Err(error) = policy.create_filter_into(keys, filter) {
+    if let Err(error) = policy.policy.create_filter_into(keys.iter(), filter) {
         // SAFETY: `buffer` came from calloc and nothing else refers to it.
         unsafe { libc::free(buffer.cast()) };
-        return Err(error);
+        return Err(error.into());
     }
     Ok((buffer, len))
 }
@@ -123,7 +123,7 @@ pub unsafe extern "C" fn leveldb_bloom_cb_key_may_match(
                 try_filter(filter.cast(), filter_length)?,
             )
         };
-        Ok(policy.key_may_match(key, filter))
+        Ok(policy.policy.key_may_match(key, filter))
     });
     u8::from(answer)
 }

@@ -7,7 +7,7 @@ use super::boundary::{FfiResult, KeyArray, guard_query, guard_status, try_filter
 use super::boundary::{try_slice, try_zeroed_bytes_mut};
 use super::policy::leveldb_bloom_policy;
 use super::status::leveldb_bloom_status::*;
-use crate::filter::FilterFormat;
+use crate::policy::FilterPolicy;
 
 /// Builds the filter for `num_keys` keys into `out`, byte-identical to LevelDB's
 /// `CreateFilter`. Key `i` is `key_lens[i]` bytes at `keys[i]` (a NULL key is allowed when
@@ -106,7 +106,7 @@ unsafe fn build_into(
     // uninitialised); bytes past them stay untouched.
     // SAFETY: `out_cap >= needed` writable bytes at a non-NULL `out`, by the contract.
     let out = unsafe { try_zeroed_bytes_mut(out, needed) }?;
-    *out_len = policy.create_filter_into(keys, out)?;
+    *out_len = policy.policy.create_filter_into(keys.iter(), out)?;
     Ok(())
 }
 
@@ -136,7 +136,7 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match(
                 try_filter(filter, filter_len)?,
             )
         };
-        Ok(policy.key_may_match(key, filter))
+        Ok(policy.policy.key_may_match(key, filter))
     })
 }
 
@@ -173,7 +173,6 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match_batch(
             )
         };
         policy.policy.keys_may_match(keys.iter(), filter, results);
-        policy.stats.record_queries(results);
         Ok(())
     })
 }

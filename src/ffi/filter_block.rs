@@ -4,34 +4,17 @@ use std::ffi::{c_char, c_int};
 
 use super::boundary::try_slice;
 use super::boundary::{Batch, try_filter, try_mut, try_ref};
-use super::boundary::{FfiResult, KeyArray, destroy, guard, guard_query, guard_status};
-use super::policy::leveldb_bloom_policy;
-use crate::error::Error;
+use super::boundary::{KeyArray, destroy, guard, guard_query, guard_status};
+use super::policy::{Policy, leveldb_bloom_policy};
 use crate::filter_block::{FilterBlockBuilder, FilterBlockReader};
-use crate::stats::Stats;
+use crate::stats::Counted;
 
 /// Builds the filter block of one LevelDB table. Not thread-safe: use one builder from one
 /// thread at a time (different builders may run on different threads).
 #[allow(non_camel_case_types)]
 pub struct leveldb_bloom_filter_block_builder {
-    builder: FilterBlockBuilder,
-    /// The policy's counters: the filters built here count as the policy's.
-    stats: Stats,
-}
-
-impl leveldb_bloom_filter_block_builder {
-    /// Runs a builder step that may generate filters, and counts the one holding keys.
-    fn counting_filters<T>(
-        &mut self,
-        step: impl FnOnce(&mut FilterBlockBuilder) -> Result<T, Error>,
-    ) -> FfiResult<T> {
-        let pending = self.builder.pending_keys();
-        let result = step(&mut self.builder)?;
-        if pending > 0 && self.builder.pending_keys() == 0 {
-            self.stats.record_filter(pending);
-        }
-        Ok(result)
-    }
+    /// Its filters count as its policy's.
+    builder: FilterBlockBuilder<Counted<Policy>>,
 }
 
 /// Creates a filter block builder whose filters `policy` builds. The builder keeps its own
@@ -51,8 +34,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_create(
         // SAFETY: the caller guarantees NULL or a live policy.
         match unsafe { try_ref(policy) } {
             Ok(policy) => Box::into_raw(Box::new(leveldb_bloom_filter_block_builder {
-                builder: FilterBlockBuilder::new(policy.policy),
-                stats: policy.stats.clone(),
+                builder: FilterBlockBuilder::new(policy.policy.clone()),
             })),
             Err(_) => std::ptr::null_mut(),
         }
@@ -76,7 +58,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_start_block(
     guard_status(|| {
         // SAFETY: the caller guarantees NULL or a live, unshared builder.
         let builder = unsafe { try_mut(builder) }?;
-        builder.counting_filters(|b| b.start_block(block_offset))
+        Ok(builder.builder.start_block(block_offset)?)
     })
 }
 
@@ -122,9 +104,9 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_finish(
         // SAFETY: the caller guarantees each pointer is NULL or valid as documented.
         let (builder, block, block_len) =
             unsafe { (try_mut(builder)?, try_mut(block)?, try_mut(block_len)?) };
-        let (ptr, len) = builder.counting_filters(|b| b.finish().map(|f| (f.as_ptr(), f.len())))?;
-        *block = ptr;
-        *block_len = len;
+        let finished = builder.builder.finish()?;
+        *block = finished.as_ptr();
+        *block_len = finished.len();
         Ok(())
     })
 }
@@ -170,9 +152,11 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match(
                 try_slice(key.cast::<u8>(), key_len)?,
             )
         };
-        let reader = FilterBlockReader::new(block);
-        let may_match = reader.key_may_match_with(&policy.policy, block_offset, key);
-        policy.stats.record_query(may_match);
+        // Every query counts, those that no filter answers included: the reader asks the
+        // policy uncounted.
+        let reader = FilterBlockReader::new(policy.policy.policy(), block);
+        let may_match = reader.key_may_match(block_offset, key);
+        policy.policy.count_queries(&[may_match]);
         Ok(may_match)
     })
 }
@@ -211,10 +195,10 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match_batch(
                 KeyArray::split(keys, key_lens, num_keys)?,
             )
         };
-        let reader = FilterBlockReader::new(block);
+        let reader = FilterBlockReader::new(policy.policy.policy(), block);
         let queries = offsets.iter().copied().zip(keys.iter());
-        reader.keys_may_match_with(&policy.policy, queries, results);
-        policy.stats.record_queries(results);
+        reader.keys_may_match(queries, results);
+        policy.policy.count_queries(results);
         Ok(())
     })
 }

@@ -2,38 +2,68 @@
 
 use std::ffi::{CStr, c_char, c_int};
 
-use super::boundary::{FfiResult, KeyArray, destroy, guard, try_ref};
+use super::boundary::{destroy, guard, try_ref};
 use crate::bloom::BloomPolicy;
 use crate::compact::CompactPolicy;
-use crate::filter::FilterFormat;
-use crate::policy::{FilterPolicy, Format};
-use crate::stats::Stats;
+use crate::error::Error;
+use crate::policy::{FilterPolicy, sealed::WriteFilter};
+use crate::stats::Counted;
 
 /// A filter policy named `leveldb.BuiltinBloomFilter2`: LevelDB's Bloom filters, or the
 /// opt-in compact format, for one bits-per-key setting. Immutable after creation: one policy
 /// may be used from any number of threads at once.
 #[allow(non_camel_case_types)]
 pub struct leveldb_bloom_policy {
-    pub(crate) policy: FilterPolicy,
-    /// Shared with the filter block builders made from this policy.
-    pub(crate) stats: Stats,
+    /// Counting into counts shared with the filter block builders made from this policy.
+    pub(crate) policy: Counted<Policy>,
 }
 
-impl leveldb_bloom_policy {
-    /// Builds the filter for `keys` into the start of `out` (see
-    /// [`FilterFormat::create_filter_into`]) and counts it.
-    pub(crate) fn create_filter_into(&self, keys: KeyArray, out: &mut [u8]) -> FfiResult<usize> {
-        let len = self.policy.create_filter_into(keys.iter(), out)?;
-        self.stats.record_filter(keys.len());
-        Ok(len)
+/// The policy of a C policy object, of the format chosen at its creation.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Policy {
+    Bloom(BloomPolicy),
+    Compact(CompactPolicy),
+}
+
+impl FilterPolicy for Policy {
+    fn filter_len(&self, num_keys: usize) -> Result<usize, Error> {
+        match self {
+            Policy::Bloom(p) => p.filter_len(num_keys),
+            Policy::Compact(p) => p.filter_len(num_keys),
+        }
     }
 
-    /// Answers a query, counting it.
-    #[inline(always)]
-    pub(crate) fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
-        let may_match = self.policy.key_may_match(key, filter);
-        self.stats.record_query(may_match);
-        may_match
+    #[inline]
+    fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
+        match self {
+            Policy::Bloom(p) => p.key_may_match(key, filter),
+            Policy::Compact(p) => p.key_may_match(key, filter),
+        }
+    }
+
+    fn keys_may_match<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+        filter: &[u8],
+        results: &mut [bool],
+    ) {
+        match self {
+            Policy::Bloom(p) => p.keys_may_match(keys, filter, results),
+            Policy::Compact(p) => p.keys_may_match(keys, filter, results),
+        }
+    }
+}
+
+impl WriteFilter for Policy {
+    fn write_filter<I>(&self, keys: I, filter: &mut [u8]) -> Result<(), Error>
+    where
+        I: ExactSizeIterator,
+        I::Item: AsRef<[u8]>,
+    {
+        match self {
+            Policy::Bloom(p) => p.write_filter(keys, filter),
+            Policy::Compact(p) => p.write_filter(keys, filter),
+        }
     }
 }
 
@@ -50,16 +80,15 @@ pub(crate) const POLICY_NAME: &CStr = c"leveldb.BuiltinBloomFilter2";
 #[unsafe(no_mangle)]
 pub extern "C" fn leveldb_bloom_policy_create(bits_per_key: c_int) -> *mut leveldb_bloom_policy {
     guard(std::ptr::null_mut(), || {
-        into_raw(BloomPolicy::new(bits_per_key).map(FilterPolicy::Bloom))
+        into_raw(BloomPolicy::new(bits_per_key).map(Policy::Bloom))
     })
 }
 
 /// A new C policy object for `policy`, or NULL for an error.
-fn into_raw(policy: Result<FilterPolicy, crate::Error>) -> *mut leveldb_bloom_policy {
+fn into_raw(policy: Result<Policy, Error>) -> *mut leveldb_bloom_policy {
     match policy {
         Ok(policy) => Box::into_raw(Box::new(leveldb_bloom_policy {
-            policy,
-            stats: Stats::new(),
+            policy: Counted::new(policy),
         })),
         Err(_) => std::ptr::null_mut(),
     }
@@ -80,10 +109,10 @@ pub enum leveldb_bloom_format {
 
 /// Creates a compact-format policy (opt-in). Its filters are as long as LevelDB's Bloom
 /// filters at the same bits per key, with far fewer false positives (README, "Compact
-/// filters"); their last byte (31, or 32 to 255 for the format's first version) makes stock
-/// LevelDB, and Bloom policies of this library, answer "may match", so a database written
-/// with it stays readable everywhere. (Below about 1.2 bits per key no filter fits and the
-/// filter is all zero, which every reader, LevelDB included, also answers "may match".)
+/// filters"); their last byte, 31, makes stock LevelDB, and Bloom policies of this library,
+/// answer "may match", so a database written with it stays readable everywhere. (Below
+/// about 1.2 bits per key no filter fits and the filter is all zero, which every reader,
+/// LevelDB included, also answers "may match".)
 /// The policy keeps LevelDB's name, `"leveldb.BuiltinBloomFilter2"`, and answers LevelDB's
 /// Bloom filters exactly as LevelDB does, so existing tables keep their filters.
 ///
@@ -94,7 +123,7 @@ pub extern "C" fn leveldb_bloom_policy_create_compact(
     bits_per_key: f64,
 ) -> *mut leveldb_bloom_policy {
     guard(std::ptr::null_mut(), || {
-        into_raw(CompactPolicy::new(bits_per_key).map(FilterPolicy::Compact))
+        into_raw(CompactPolicy::new(bits_per_key).map(Policy::Compact))
     })
 }
 
@@ -116,12 +145,11 @@ pub extern "C" fn leveldb_bloom_policy_create_for_fp_rate(
     format: c_int,
 ) -> *mut leveldb_bloom_policy {
     guard(std::ptr::null_mut(), || {
-        let format = match format {
-            0 => Format::Bloom,
-            1 => Format::Compact,
+        into_raw(match format {
+            0 => BloomPolicy::for_fp_rate(target_fp_rate).map(Policy::Bloom),
+            1 => CompactPolicy::for_fp_rate(target_fp_rate).map(Policy::Compact),
             _ => return std::ptr::null_mut(),
-        };
-        into_raw(FilterPolicy::for_fp_rate(target_fp_rate, format))
+        })
     })
 }
 
@@ -135,9 +163,9 @@ pub unsafe extern "C" fn leveldb_bloom_policy_format(policy: *const leveldb_bloo
     guard(-1, || {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) };
-        policy.map_or(-1, |p| match p.policy.format() {
-            Format::Bloom => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_BLOOM as c_int,
-            Format::Compact => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_COMPACT as c_int,
+        policy.map_or(-1, |p| match p.policy.policy() {
+            Policy::Bloom(_) => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_BLOOM as c_int,
+            Policy::Compact(_) => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_COMPACT as c_int,
         })
     })
 }
@@ -154,7 +182,10 @@ pub unsafe extern "C" fn leveldb_bloom_policy_bits_per_key(
     guard(-1.0, || {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) };
-        policy.map_or(-1.0, |p| p.policy.bits_per_key())
+        policy.map_or(-1.0, |p| match p.policy.policy() {
+            Policy::Bloom(p) => f64::from(p.bits_per_key()),
+            Policy::Compact(p) => p.bits_per_key(),
+        })
     })
 }
 
@@ -206,6 +237,6 @@ mod tests {
 
     #[test]
     fn c_name_is_the_policy_name() {
-        assert_eq!(POLICY_NAME.to_str().unwrap(), crate::filter::NAME);
+        assert_eq!(POLICY_NAME.to_str().unwrap(), crate::NAME);
     }
 }

@@ -50,7 +50,7 @@ pub unsafe extern "C" fn leveldb_bloom_policy_stats(
     guard_status(|| {
         // SAFETY: the caller guarantees NULL or valid pointers.
         let (policy, stats) = unsafe { (try_ref(policy)?, try_mut(stats)?) };
-        *stats = policy.stats.snapshot().into();
+        *stats = policy.policy.stats().into();
         Ok(())
     })
 }
@@ -67,7 +67,7 @@ pub unsafe extern "C" fn leveldb_bloom_policy_stats_reset(
 ) -> c_int {
     guard_status(|| {
         // SAFETY: the caller guarantees NULL or a live policy.
-        unsafe { try_ref(policy) }?.stats.reset();
+        unsafe { try_ref(policy) }?.policy.reset_stats();
         Ok(())
     })
 }
@@ -84,7 +84,7 @@ pub unsafe extern "C" fn leveldb_bloom_policy_stats_reset(
 pub unsafe extern "C" fn leveldb_bloom_global_stats(stats: *mut leveldb_bloom_stats) -> c_int {
     guard_status(|| {
         // SAFETY: the caller guarantees NULL or a writable struct.
-        *unsafe { try_mut(stats) }? = crate::stats::global_snapshot().into();
+        *unsafe { try_mut(stats) }? = crate::stats::global_stats().into();
         Ok(())
     })
 }
@@ -92,5 +92,5 @@ pub unsafe extern "C" fn leveldb_bloom_global_stats(stats: *mut leveldb_bloom_st
 /// Restarts the process-wide counts from zero. Per-policy counts are not affected.
 #[unsafe(no_mangle)]
 pub extern "C" fn leveldb_bloom_global_stats_reset() {
-    guard((), crate::stats::global_reset)
+    guard((), crate::stats::reset_global_stats)
 }

@@ -1,45 +1,12 @@
-//! Helpers shared by the integration tests: reproducible random inputs without a
-//! dependency, and proptest strategies. (Not every test uses every helper.)
+//! Helpers shared by the integration tests: random inputs, proptest strategies, and the
+//! policy kinds of the C API. (Not every test uses every helper.)
 #![allow(dead_code)]
 
-/// splitmix64: a fixed seed gives the same inputs on every run.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number below `n` (> 0).
-    #[allow(dead_code)] // not every test uses every helper
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    pub fn fill(&mut self, buf: &mut [u8]) {
-        for b in buf {
-            *b = self.next() as u8;
-        }
-    }
-
-    /// `len` random bytes.
-    #[allow(dead_code)]
-    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
-        let mut bytes = vec![0; len];
-        self.fill(&mut bytes);
-        bytes
-    }
-
-    /// `min..min + spread` random bytes.
-    #[allow(dead_code)]
-    pub fn bytes_of_length(&mut self, min: u64, spread: u64) -> Vec<u8> {
-        let len = min + self.below(spread);
-        self.bytes(len as usize)
-    }
+/// Random bytes, as many as `len` picks, from the tests' one generator (seeded by each
+/// test: the same inputs on every run).
+pub fn random_bytes(rng: &mut fastrand::Rng, len: std::ops::Range<usize>) -> Vec<u8> {
+    let len = rng.usize(len);
+    std::iter::repeat_with(|| rng.u8(..)).take(len).collect()
 }
 
 /// 0..400 keys of 0..64 arbitrary bytes, some of them copies of others.
@@ -61,44 +28,54 @@ pub fn keys_with_duplicates() -> impl proptest::strategy::Strategy<Value = Vec<V
 }
 
 /// One kind of policy the C API makes, with the Rust policy that builds the same filters:
-/// tables of C API rows are written once and run for each kind.
-pub struct PolicyKind {
+/// tables of C API rows are written once, generic over `P`, and run for each kind.
+pub struct PolicyKind<P> {
     /// The policy at 10 bits per key, in Rust.
-    pub rust: leveldb_bloom::FilterPolicy,
+    pub rust: P,
+    /// `"bloom"` or `"compact"`.
+    pub name: &'static str,
+    /// `leveldb_bloom_policy_format`'s answer.
+    pub format: std::ffi::c_int,
     /// Makes a policy of the kind through the C API, at the bits per key given.
     make: fn(f64) -> *mut leveldb_bloom::ffi::leveldb_bloom_policy,
 }
 
-impl PolicyKind {
-    /// Bloom, then compact.
-    pub fn all() -> [PolicyKind; 2] {
-        use leveldb_bloom::ffi::{
-            leveldb_bloom_policy_create, leveldb_bloom_policy_create_compact,
-        };
-        [
-            PolicyKind {
-                rust: leveldb_bloom::BloomPolicy::new(10).unwrap().into(),
-                make: |bits_per_key| leveldb_bloom_policy_create(bits_per_key as std::ffi::c_int),
-            },
-            PolicyKind {
-                rust: leveldb_bloom::CompactPolicy::new(10.0).unwrap().into(),
-                make: |bits_per_key| leveldb_bloom_policy_create_compact(bits_per_key),
-            },
-        ]
-    }
+/// Runs `$test` (a generic function of a `&PolicyKind<P>`) for each kind, Bloom then compact.
+#[macro_export]
+macro_rules! for_each_policy_kind {
+    ($test:ident) => {
+        $test(&common::PolicyKind::bloom());
+        $test(&common::PolicyKind::compact());
+    };
+}
 
-    pub fn name(&self) -> &'static str {
-        match self.rust.format() {
-            leveldb_bloom::Format::Bloom => "bloom",
-            leveldb_bloom::Format::Compact => "compact",
+impl PolicyKind<leveldb_bloom::BloomPolicy> {
+    pub fn bloom() -> Self {
+        PolicyKind {
+            rust: leveldb_bloom::BloomPolicy::new(10).unwrap(),
+            name: "bloom",
+            format: 0,
+            make: |bits_per_key| {
+                leveldb_bloom::ffi::leveldb_bloom_policy_create(bits_per_key as std::ffi::c_int)
+            },
         }
     }
+}
 
-    /// `leveldb_bloom_policy_format`'s answer.
-    pub fn format(&self) -> std::ffi::c_int {
-        self.rust.format() as std::ffi::c_int
+impl PolicyKind<leveldb_bloom::CompactPolicy> {
+    pub fn compact() -> Self {
+        PolicyKind {
+            rust: leveldb_bloom::CompactPolicy::new(10.0).unwrap(),
+            name: "compact",
+            format: 1,
+            make: |bits_per_key| {
+                leveldb_bloom::ffi::leveldb_bloom_policy_create_compact(bits_per_key)
+            },
+        }
     }
+}
 
+impl<P> PolicyKind<P> {
     /// A policy at 10 bits per key, as `rust`.
     pub fn create(&self) -> *mut leveldb_bloom::ffi::leveldb_bloom_policy {
         (self.make)(10.0)

@@ -475,7 +475,7 @@ class FilterPolicy(_Owned):
 
     def create_filter(self, keys: Iterable[BytesLike]) -> bytes:
         """The filter for ``keys``: byte-identical to LevelDB's ``CreateFilter`` for a Bloom
-        policy, a compact filter (last byte 31 or more) for a compact one."""
+        policy, a compact filter (last byte 31) for a compact one."""
         arrays = _KeyArrays(_as_key_list(keys))
         out_len = ctypes.c_size_t(0)
         ptr = self._acquire()
@@ -496,8 +496,8 @@ class FilterPolicy(_Owned):
         """Whether ``key`` may be in ``filter`` (built by this library or LevelDB with any
         bits per key), answered exactly as LevelDB answers, malformed filters included.
         ``False`` means certainly absent. A compact policy reads a filter of 2 or more bytes
-        ending in a byte of 31 or more as a compact filter (which LevelDB, and a Bloom
-        policy, answer "may match")."""
+        ending in the byte 31 as a compact filter (which LevelDB, and a Bloom policy, answer
+        "may match")."""
         k = _as_bytes(key, "key")
         f = _as_bytes(filter, "filter")
         ptr = self._acquire()
@@ -574,13 +574,12 @@ class CompactPolicy(FilterPolicy):
     """The opt-in compact filter policy (``Format.COMPACT``).
 
     ``CompactPolicy(bits_per_key)``: filters as long as LevelDB's Bloom filters at the same
-    bits per key, with a fifth to a third of the false positives. Their last byte (31, or 32
-    to 255 for filters of the format's first version) makes stock LevelDB answer "may match", so tables written with them stay readable
-    everywhere; the policy keeps LevelDB's name and answers LevelDB's Bloom filters as
-    LevelDB does.
+    bits per key, with a fifth to a third of the false positives. Their last byte, 31, makes
+    stock LevelDB answer "may match", so tables written with them stay readable everywhere;
+    the policy keeps LevelDB's name and answers LevelDB's Bloom filters as LevelDB does.
 
-    ``bits_per_key`` may be fractional, from 0 to 32 (below about 3 no fingerprint fits and
-    the filters answer "may match" for every key); anything else, NaN and the infinities
+    ``bits_per_key`` may be fractional, from 0 to 32 (below about 1.2 no filter fits and the
+    filters answer "may match" for every key); anything else, NaN and the infinities
     included, is a ``ValueError``, and a value that is not a real number a ``TypeError``.
     """
 

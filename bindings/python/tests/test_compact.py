@@ -1,9 +1,9 @@
 """The opt-in compact format: CompactPolicy, FilterPolicy.for_fp_rate, Format.
 
 Compact filters are as long as LevelDB's Bloom filters at the same bits per key, have far
-fewer false positives, and end in a byte of 31 or more (all zero when too few bits per key
-leave no room for a filter), which LevelDB's Bloom readers answer "may match". A
-compact policy answers LevelDB's own Bloom filters exactly as LevelDB does.
+fewer false positives, and end in the byte 31 (all zero when too few bits per key leave no
+room for a filter), which LevelDB's Bloom readers answer "may match". A compact policy
+answers every other filter, LevelDB's own Bloom filters included, exactly as LevelDB does.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ FILTERS = VECTORS_DATA["filters"]
 MALFORMED = VECTORS_DATA["malformed"]
 KEY_SETS = VECTORS_DATA["key_sets_by_name"]
 
-MARKER_MIN = 31  # the least last byte of a compact filter (31: a ribbon filter)
+MARKER = 31  # the last byte of a compact filter
 
 
 def random_keys(rng, n, max_len=40):
@@ -240,9 +240,9 @@ def test_bloom_policy_answers_compact_filters_may_match(bits_per_key):
         for n in (0, 1, 10, 100, 1000):
             keys = random_keys(rng, n)
             f = c.create_filter(keys)
-            assert f[-1] >= MARKER_MIN or is_may_match_everything(f), f.hex()
-            if bits_per_key >= 3:
-                assert f[-1] >= MARKER_MIN
+            assert f[-1] == MARKER or is_may_match_everything(f), f.hex()
+            if bits_per_key >= 2:
+                assert f[-1] == MARKER
             probes = keys + random_keys(rng, 200)
             for bloom_bpk in (0, 10, 100):
                 with lb.BloomPolicy(bloom_bpk) as b:
@@ -279,13 +279,13 @@ def test_compact_policy_answers_leveldb_filters_as_leveldb(case, bits_per_key):
 @pytest.mark.parametrize("case", MALFORMED, ids=lambda m: "filter-" + (m["filter"] or "empty"))
 def test_compact_policy_answers_malformed_leveldb_filters_as_leveldb(case):
     """Malformed filters too, except those a compact policy reads as compact filters (2 or
-    more bytes ending in 31 or more), where LevelDB answers "may match" without looking."""
+    more bytes ending in 31), where LevelDB answers "may match" without looking."""
     probes = [bytes.fromhex(k) for k in case["probes"]]
     f = bytes.fromhex(case["filter"])
     with lb.CompactPolicy(10) as p:
         got = [p.may_match(k, f) for k in probes]
         assert p.may_match_batch(probes, f) == got
-        if len(f) < 2 or f[-1] < MARKER_MIN:
+        if len(f) < 2 or f[-1] != MARKER:
             assert got == case["answers"]
 
 

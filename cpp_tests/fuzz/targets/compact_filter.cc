@@ -10,8 +10,8 @@
 // length: for whole bits per key, the length of LevelDB's own CreateFilter output); the size
 // query and a one-byte-short buffer answer BUFFER_TOO_SMALL with that length and write
 // nothing; leveldb_bloom_create_filter, _create_filter_slices and _cb_create_filter write the
-// same bytes and nothing past them; the filter ends in a marker byte >= 31 (always from 3 bits
-// per key) or is all zero; every key may match through the single, batch and callback
+// same bytes and nothing past them; the filter ends in the byte 31 (always from 1.5 bits per
+// key) or is all zero; every key may match through the single, batch and callback
 // queries of the compact policy (no false negatives); stock LevelDB's
 // NewBloomFilterPolicy(10)->KeyMayMatch answers "may match" for every key and every other
 // key (a database written with compact filters stays correct under stock LevelDB); other
@@ -23,7 +23,8 @@
 // Checks on arbitrary bytes as a filter (exactly sized on the heap or at an odd address), and
 // on the built filter with arbitrary bytes XORed in: no crash (the Rust library is built with
 // overflow checks and panic=abort), every query path agrees, and a filter that is not compact
-// (shorter than 2 bytes, or last byte < 31) is answered exactly as LevelDB's KeyMayMatch.
+// (shorter than 2 bytes, or a last byte other than 31) is answered exactly as LevelDB's
+// KeyMayMatch.
 //
 // Input:  u8 flags | u16 param (LE) | varint synthetic_keys | varint filter_len, filter bytes |
 //         (varint key_len, key bytes)*
@@ -59,7 +60,7 @@ size_t expected_len(size_t n, double bpk) {
 }
 
 bool is_compact(const std::string& f) {
-  return f.size() >= 2 && static_cast<uint8_t>(f.back()) >= 31;
+  return f.size() >= 2 && static_cast<uint8_t>(f.back()) == 31;
 }
 
 // A LevelDB filter policy whose filters are the compact policy's, through the C API, as the
@@ -293,11 +294,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // ---- The marker.
   const uint8_t last = static_cast<uint8_t>(filter.back());
-  if (last < 31) {
+  if (last != 31) {
     for (char c : filter) {
       FUZZ_CHECK(c == 0, "last byte %d but not all zero: %s", last, fuzz::hex(filter).c_str());
     }
-    FUZZ_CHECK(bpk < 3.0 && n > 0, "no fingerprint fits at %.17g bits per key, %zu keys", bpk, n);
+    FUZZ_CHECK(bpk < 1.5 && n > 0, "no filter fits at %.17g bits per key, %zu keys", bpk, n);
   }
 
   // ---- No false negatives; stock LevelDB answers "may match" for every key.

@@ -22,7 +22,7 @@ use leveldb_bloom::ffi::{
     leveldb_bloom_cb_name, leveldb_bloom_policy, leveldb_bloom_policy_create,
     leveldb_bloom_policy_stats, leveldb_bloom_stats,
 };
-use leveldb_bloom_interop_tests::sys;
+use leveldb_oracle::sys;
 
 const NUM_KEYS: u64 = 50_000;
 const BITS_PER_KEY: i32 = 10;

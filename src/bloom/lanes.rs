@@ -11,10 +11,12 @@
 //! Each probe's word is gathered from inside the array (never past its last 4 bytes) and
 //! shifted to the probe's bit.
 //!
-//! Arrays under 4 bytes or of 2^32 bits or more, processors without AVX2, and
-//! `LEVELDB_BLOOM_SIMD=portable` (`src/cpu.rs`) take the scalar path.
+//! Arrays under 4 bytes or of 2^32 bits or more, and levels below [`Level::has_avx2`]
+//! (`crate::cpu`), take the scalar path.
 
 #![allow(unsafe_code)] // AVX2 versions of creation and the batch query, chosen at run time
+
+use crate::cpu::Level;
 
 /// Keys answered together.
 pub(super) const LANES: usize = 8;
@@ -60,55 +62,47 @@ impl LaneDivisor {
     }
 }
 
-/// Answers the keys for `results` (fewer if `keys` ends first), when this processor and
-/// `array` allow it; returns how many results it wrote (0 when the caller must answer them
-/// all). `k` and `array` are a well-formed
-/// filter's (`super::filter_array`).
+/// Answers the keys for `results` (fewer if `keys` ends first), when `level` and `array`
+/// allow it; returns how many results it wrote (0 when the caller must answer them all).
+/// `k` and `array` are a well-formed filter's (`super::filter_array`).
 #[inline]
 pub(super) fn answer_in_lanes<'k>(
+    level: Level,
     keys: &mut impl Iterator<Item = &'k [u8]>,
     k: u8,
     array: &[u8],
     results: &mut [bool],
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
-    if results.len() >= LANES && has_avx2() {
+    if results.len() >= LANES && level.has_avx2() {
         if let Some(divisor) = LaneDivisor::new(array.len()) {
-            // SAFETY: `has_avx2` said the processor has AVX2.
+            // SAFETY: `level` says the processor has AVX2.
             return unsafe { x86::answer(keys, k, array, divisor, results) };
         }
     }
-    let _ = (keys, k, array, results);
+    let _ = (level, keys, k, array, results);
     0
 }
 
 /// Sets the probe bits of every key in `keys`, hashing and placing eight at a time, when
-/// this processor and `array` allow it; returns `false`, having read no key, when the caller
-/// must set them all.
+/// `level` and `array` allow it; returns `false`, having read no key, when the caller must
+/// set them all.
 #[inline]
-pub(super) fn set_in_lanes<I>(keys: &mut I, k: u8, array: &mut [u8]) -> bool
+pub(super) fn set_in_lanes<I>(level: Level, keys: &mut I, k: u8, array: &mut [u8]) -> bool
 where
     I: Iterator,
     I::Item: AsRef<[u8]>,
 {
     #[cfg(target_arch = "x86_64")]
-    if has_avx2() {
+    if level.has_avx2() {
         if let Some(divisor) = LaneDivisor::new(array.len()) {
-            // SAFETY: `has_avx2` said the processor has AVX2.
+            // SAFETY: `level` says the processor has AVX2.
             unsafe { x86::set(keys, k, array, divisor) };
             return true;
         }
     }
-    let _ = (keys, k, array);
+    let _ = (level, keys, k, array);
     false
-}
-
-/// Whether the lanes may run: AVX2 present and not pinned off (both answers are found once
-/// per process and kept by `crate::cpu` and the standard library).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn has_avx2() -> bool {
-    !crate::cpu::portable_only() && std::arch::is_x86_feature_detected!("avx2")
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -451,25 +445,25 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu;
     use crate::hash::bloom_hash;
 
-    fn rng(mut state: u64) -> impl FnMut() -> u64 {
-        move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        }
+    /// The level with AVX2, which the tests below need (they are ignored where the
+    /// processor that built them has none).
+    fn avx2() -> Level {
+        let best = *cpu::supported().last().expect("PORTABLE at least");
+        assert!(best.has_avx2(), "this processor has no AVX2");
+        best
     }
 
     /// The lanes' remainder equals `h % bits` for every array size they take, at the hashes
     /// where an inexact quotient would show: around multiples of the size and at the ends.
     #[test]
     fn lane_remainder_is_exact() {
-        let mut next = rng(0x1357);
+        let mut rng = fastrand::Rng::with_seed(0x1357);
         let mut sizes: Vec<usize> = (4..5000).collect();
         sizes.extend((12..29).flat_map(|s| [(1 << s) - 1, 1 << s, (1 << s) + 1]));
-        sizes.extend((0..2000).map(|_| 4 + (next() % ((1 << 29) - 4)) as usize));
+        sizes.extend((0..2000).map(|_| rng.usize(4..1 << 29)));
         sizes.push((1 << 29) - 1);
         for bytes in sizes {
             let divisor = LaneDivisor::new(bytes).expect("in range");
@@ -483,7 +477,7 @@ mod tests {
                     }
                 }
             }
-            hashes.extend((0..8).map(|_| next() as u32));
+            hashes.extend((0..8).map(|_| rng.u32(..)));
             for h in hashes {
                 let (byte, bit) = divisor.byte_and_bit(h);
                 assert_eq!(
@@ -501,14 +495,16 @@ mod tests {
     /// probe count, and hashes eight keys of every length up to 40 as LevelDB's hash does.
     #[cfg(target_arch = "x86_64")]
     #[test]
+    #[cfg_attr(
+        not(leveldb_bloom_test_avx2),
+        ignore = "the processor that built the tests has no AVX2"
+    )]
     fn lanes_answer_as_the_scalar_query() {
-        if !std::arch::is_x86_feature_detected!("avx2") {
-            return;
-        }
-        let mut next = rng(0x2468);
+        avx2();
+        let mut rng = fastrand::Rng::with_seed(0x2468);
         for len in 0..=40 {
             let keys: Vec<Vec<u8>> = (0..LANES)
-                .map(|_| (0..len).map(|_| next() as u8).collect())
+                .map(|_| std::iter::repeat_with(|| rng.u8(..)).take(len).collect())
                 .collect();
             let group: [&[u8]; LANES] = std::array::from_fn(|i| keys[i].as_slice());
             assert_eq!(
@@ -519,14 +515,14 @@ mod tests {
         }
         let mut answers = [0; 2];
         for round in 0..20_000 {
-            let bytes = 4 + (next() % if round % 2 == 0 { 64 } else { 5000 }) as usize;
-            let density = next() % 4;
+            let bytes = 4 + rng.usize(..if round % 2 == 0 { 64 } else { 5000 });
+            let density = rng.u32(..4);
             let mut filter: Vec<u8> = (0..=bytes)
-                .map(|_| (0..density).fold(0xff, |b, _| b & next() as u8))
+                .map(|_| (0..density).fold(0xff, |b, _| b & rng.u8(..)))
                 .collect();
-            let k = (next() % 31) as u8;
+            let k = rng.u8(..31);
             filter[bytes] = k;
-            let hashes: [u32; LANES] = std::array::from_fn(|_| next() as u32);
+            let hashes: [u32; LANES] = std::array::from_fn(|_| rng.u32(..));
             let divisor = LaneDivisor::new(bytes).expect("in range");
             let lanes = x86::probes_all_set_for_test(hashes, k, &filter[..bytes], divisor);
             for (lane, &h) in hashes.iter().enumerate() {
@@ -546,16 +542,20 @@ mod tests {
     /// key counts around multiples of the group, equal and unequal key lengths, every size
     /// class of array and several probe counts.
     #[test]
+    #[cfg_attr(
+        not(leveldb_bloom_test_avx2),
+        ignore = "the processor that built the tests has no AVX2"
+    )]
     fn lanes_build_as_the_scalar_code() {
-        let mut next = rng(0x3579);
-        let mut built_in_lanes = 0;
+        let level = avx2();
+        let mut rng = fastrand::Rng::with_seed(0x3579);
         for n in (0..40).chain([100, 1000]) {
             for (bytes, k) in [(4, 1), (5, 6), (64, 6), (333, 11), (2048, 30), (70_000, 6)] {
-                let len = (next() % 30) as usize;
+                let len = rng.usize(..30);
                 let keys: Vec<Vec<u8>> = (0..n)
                     .map(|i| {
                         let len = if i % 3 == 0 && n % 2 == 0 { i % 9 } else { len };
-                        (0..len).map(|_| next() as u8).collect()
+                        std::iter::repeat_with(|| rng.u8(..)).take(len).collect()
                     })
                     .collect();
                 let mut lanes = vec![0u8; bytes];
@@ -563,18 +563,32 @@ mod tests {
                 for key in &keys {
                     super::super::set_key_bits(key, k, &mut scalar);
                 }
-                if set_in_lanes(&mut keys.iter(), k, &mut lanes) {
-                    assert_eq!(
-                        lanes, scalar,
-                        "{n} keys of length {len}, {bytes} bytes, k {k}"
-                    );
-                    built_in_lanes += 1;
-                }
+                assert!(set_in_lanes(level, &mut keys.iter(), k, &mut lanes));
+                assert_eq!(
+                    lanes, scalar,
+                    "{n} keys of length {len}, {bytes} bytes, k {k}"
+                );
             }
         }
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && !crate::cpu::portable_only() {
-            assert_eq!(built_in_lanes, 42 * 6);
+    }
+
+    /// Below AVX2, and for arrays the lanes do not take, nothing is done in lanes.
+    #[test]
+    fn other_levels_and_sizes_leave_the_work_to_the_scalar_code() {
+        let keys = [b"key".as_slice(); 20];
+        let mut array = [0u8; 64];
+        let mut results = [false; 20];
+        for level in cpu::supported() {
+            let in_lanes = level.has_avx2() && cfg!(target_arch = "x86_64");
+            assert_eq!(
+                set_in_lanes(level, &mut keys.iter(), 6, &mut array),
+                in_lanes
+            );
+            assert_eq!(
+                answer_in_lanes(level, &mut keys.iter().copied(), 6, &array, &mut results) > 0,
+                in_lanes
+            );
+            assert!(!set_in_lanes(level, &mut keys.iter(), 6, &mut array[..3]));
         }
     }
 }

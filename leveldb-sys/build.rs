@@ -1,6 +1,7 @@
 //! Generates Rust bindings for LevelDB's C API (`leveldb/c.h`) with bindgen and links
 //! `libleveldb`. Needs LevelDB's headers (Debian: libleveldb-dev) and libclang (libclang-dev).
-//! `LEVELDB_INCLUDE_DIR` overrides the directory holding `leveldb/c.h` (default /usr/include).
+//! `LEVELDB_INCLUDE_DIR` overrides the directory holding `leveldb/c.h` (default /usr/include),
+//! `LEVELDB_LIB_DIR` adds a directory to search for the library.
 
 use std::env;
 use std::path::PathBuf;
