@@ -80,13 +80,8 @@ struct Query {
 };
 
 // Everything one cell works on.
-struct Cell {
-  int key_len = 0, kpf = 0, bpk = 0;
-  size_t filters = 0, keys = 0;
+struct Cell : bench::CellKeys {
   size_t bloom_bytes = 0, compact_bytes = 0;  // one filter's length, per side
-  std::vector<char> build_keys;       // keys * key_len: filter f holds keys [f*kpf, (f+1)*kpf)
-  std::vector<leveldb::Slice> build;  // one Slice per key of build_keys
-  std::vector<char> absent_keys;      // keys * key_len: absent key j is asked of filter j/kpf
   std::string bloom;                  // LevelDB's filters, concatenated (reference)
   std::vector<uint8_t> compact;       // the compact filters, concatenated (reference)
   std::vector<char> qpresent_keys, qabsent_keys;  // the keys again, in query order
@@ -96,20 +91,8 @@ struct Cell {
 
 
 void MakeCell(Cell* c, int key_len, int kpf, int bpk, size_t keys_total) {
-  c->key_len = key_len;
-  c->kpf = kpf;
-  c->bpk = bpk;
-  c->filters = std::max<size_t>(1, keys_total / kpf);
-  c->keys = c->filters * kpf;
-  Rng rng(0xc0ac7b00u ^ (uint64_t(key_len) << 32) ^ (uint64_t(kpf) << 8) ^ uint64_t(bpk));
-  c->build_keys.assign(c->keys * key_len, 0);
-  rng.Fill(c->build_keys.data(), c->build_keys.size());
-  c->absent_keys.assign(c->keys * key_len, 0);
-  rng.Fill(c->absent_keys.data(), c->absent_keys.size());
-  c->build.resize(c->keys);
-  for (size_t i = 0; i < c->keys; i++) {
-    c->build[i] = leveldb::Slice(c->build_keys.data() + i * key_len, key_len);
-  }
+  c->Make(key_len, kpf, bpk, keys_total,
+          0xc0ac7b00u ^ (uint64_t(key_len) << 32) ^ (uint64_t(kpf) << 8) ^ uint64_t(bpk));
 }
 
 // Every key once, in random order, each asked of its filter; keys copied contiguously in
@@ -132,48 +115,13 @@ void BuildSpread(const std::vector<char>& keys, const Cell& c, Rng& rng, std::ve
 // std::string (as its filter block builder appends into result_), compact into one buffer.
 uint64_t TimeCreate(const Policies& pol, Side side, const Cell& c, int passes, std::string* out,
                     std::vector<uint8_t>* buf) {
-  const leveldb::Slice* keys = c.build.data();
-  const int n = c.kpf;
-  uint64_t t0, t1;
+  const std::string name = bench::CellName(c.bpk, c.key_len, c.kpf);
   if (side == kCompact) {
-    const size_t total = c.filters * c.compact_bytes;
-    buf->resize(total);
-    uint8_t* const base = buf->data();
-    leveldb_bloom_policy* const p = pol.compact;
-    int bad = 0;
-    size_t off = 0;
-    t0 = NowNs();
-    for (int r = 0; r < passes; r++) {
-      off = 0;
-      for (size_t f = 0; f < c.filters; f++) {
-        size_t len = 0;
-        bad |= leveldb_bloom_create_filter_slices(
-            p, reinterpret_cast<const leveldb_bloom_slice*>(keys + f * n),
-            static_cast<size_t>(n), base + off, total - off, &len);
-        off += len;
-      }
-    }
-    t1 = NowNs();
-    if (bad != 0 || off != total) {
-      Fail("%s: compact create failed (status %d, %zu of %zu bytes)", bench::CellName(c.bpk, c.key_len, c.kpf).c_str(), bad,
-           off, total);
-    }
-  } else {
-    const size_t total = c.filters * c.bloom_bytes;
-    const leveldb::FilterPolicy* policy = pol.stock;
-    out->clear();
-    out->reserve(total);
-    t0 = NowNs();
-    for (int r = 0; r < passes; r++) {
-      out->clear();
-      for (size_t f = 0; f < c.filters; f++) policy->CreateFilter(keys + f * n, n, out);
-    }
-    t1 = NowNs();
-    if (out->size() != total) {
-      Fail("%s: LevelDB built %zu bytes, expected %zu", bench::CellName(c.bpk, c.key_len, c.kpf).c_str(), out->size(), total);
-    }
+    return bench::TimeCreateCApi(pol.compact, c.build.data(), c.kpf, c.filters,
+                                 c.filters * c.compact_bytes, passes, buf, name.c_str());
   }
-  return t1 - t0;
+  return bench::TimeCreateLevelDB(pol.stock, c.build.data(), c.kpf, c.filters,
+                                  c.filters * c.bloom_bytes, passes, out, name.c_str());
 }
 
 uint64_t TimeQueries(const Policies& pol, Side side, const Cell& c, const std::vector<Query>& q,

@@ -70,13 +70,8 @@ struct Grouped {
 };
 
 // Everything one cell (key length x keys per filter x bits per key) works on.
-struct Cell {
-  int key_len = 0, kpf = 0, bpk = 0;
-  size_t filters = 0, keys = 0;
+struct Cell : bench::CellKeys {
   size_t filter_bytes = 0;  // one filter's length
-  std::vector<char> build_keys;            // keys * key_len: filter f holds keys [f*kpf, (f+1)*kpf)
-  std::vector<leveldb::Slice> build;       // one Slice per key of build_keys
-  std::vector<char> absent_keys;           // keys * key_len: absent key j is asked of filter j/kpf
   std::string ref;                         // LevelDB's filters, concatenated: the query target
   std::vector<char> qpresent_keys, qabsent_keys;  // the keys again, in query order (contiguous)
   std::vector<Query> qpresent, qabsent;    // every key once, spread over the filters at random
@@ -145,40 +140,13 @@ struct Sides {
 uint64_t TimeCreate(const Sides& s, Impl impl, const Cell& c, int passes, std::string* out,
                     std::vector<uint8_t>* buf) {
   const size_t total = c.filters * c.filter_bytes;
-  const leveldb::Slice* keys = c.build.data();
-  const int n = c.kpf;
-  uint64_t t0, t1;
   if (impl == kCApi) {
-    buf->resize(total);
-    uint8_t* const base = buf->data();
-    int bad = 0;
-    size_t off = 0;
-    t0 = NowNs();
-    for (int p = 0; p < passes; p++) {
-      off = 0;
-      for (size_t f = 0; f < c.filters; f++) {
-        size_t len = 0;
-        bad |= leveldb_bloom_create_filter_slices(
-            s.capi, reinterpret_cast<const leveldb_bloom_slice*>(keys + f * n),
-            static_cast<size_t>(n), base + off, total - off, &len);
-        off += len;
-      }
-    }
-    t1 = NowNs();
-    if (bad != 0 || off != total) Fail("C API create failed (status %d, %zu of %zu bytes)", bad, off, total);
-  } else {
-    const leveldb::FilterPolicy* policy = impl == kLevelDB ? s.stock : s.dropin;
-    out->clear();
-    out->reserve(total);
-    t0 = NowNs();
-    for (int p = 0; p < passes; p++) {
-      out->clear();
-      for (size_t f = 0; f < c.filters; f++) policy->CreateFilter(keys + f * n, n, out);
-    }
-    t1 = NowNs();
-    if (out->size() != total) Fail("%s built %zu bytes, expected %zu", kImplName[impl], out->size(), total);
+    return bench::TimeCreateCApi(s.capi, c.build.data(), c.kpf, c.filters, total, passes, buf,
+                                 kImplName[impl]);
   }
-  return t1 - t0;
+  const leveldb::FilterPolicy* policy = impl == kLevelDB ? s.stock : s.dropin;
+  return bench::TimeCreateLevelDB(policy, c.build.data(), c.kpf, c.filters, total, passes, out,
+                                  kImplName[impl]);
 }
 
 uint64_t TimeQueries(const Sides& s, Impl impl, const std::vector<Query>& q, int passes,
@@ -394,20 +362,9 @@ Result RunCell(Cell& c, const Config& cfg, const Sides& s) {
 }
 
 void MakeCell(Cell* c, int key_len, int kpf, int bpk, size_t keys_total) {
-  c->key_len = key_len;
-  c->kpf = kpf;
-  c->bpk = bpk;
-  c->filters = std::max<size_t>(1, keys_total / kpf);
-  c->keys = c->filters * kpf;
-  c->filter_bytes = bench::BloomFilterBytes(kpf, bpk);
   // Same keys for both bits-per-key settings (seed independent of bpk).
-  Rng rng(0xb100f00du ^ (uint64_t(key_len) << 32) ^ uint64_t(kpf) << 8);
-  c->build_keys.assign(c->keys * key_len, 0);
-  rng.Fill(c->build_keys.data(), c->build_keys.size());
-  c->absent_keys.assign(c->keys * key_len, 0);
-  rng.Fill(c->absent_keys.data(), c->absent_keys.size());
-  c->build.resize(c->keys);
-  for (size_t i = 0; i < c->keys; i++) c->build[i] = leveldb::Slice(c->build_keys.data() + i * key_len, key_len);
+  c->Make(key_len, kpf, bpk, keys_total, 0xb100f00du ^ (uint64_t(key_len) << 32) ^ uint64_t(kpf) << 8);
+  c->filter_bytes = bench::BloomFilterBytes(kpf, bpk);
 }
 
 // ---------------------------------------------------------------------------------------

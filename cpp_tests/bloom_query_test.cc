@@ -66,15 +66,10 @@ bool Agree(const leveldb::FilterPolicy& ldb, const leveldb_bloom_policy* rust,
 void AgreeBatch(const leveldb::FilterPolicy& ldb, const leveldb_bloom_policy* rust,
                 const uint8_t* filter, size_t len, const std::vector<std::string>& keys,
                 uint64_t* batched, Counts* c, const std::string& where) {
-  std::vector<const char*> ptrs;
-  std::vector<size_t> lens;
-  for (const auto& k : keys) {
-    ptrs.push_back(k.data());
-    lens.push_back(k.size());
-  }
+  const support::KeyArrays arrays(keys);
   std::vector<uint8_t> results(keys.size(), 0x55);
-  ASSERT_EQ(leveldb_bloom_key_may_match_batch(rust, ptrs.data(), lens.data(), keys.size(), filter,
-                                              len, results.data()),
+  ASSERT_EQ(leveldb_bloom_key_may_match_batch(rust, arrays.ptrs.data(), arrays.lens.data(),
+                                              keys.size(), filter, len, results.data()),
             LEVELDB_BLOOM_OK);
   for (size_t i = 0; i < keys.size(); i++) {
     const bool expected = ldb.KeyMayMatch(

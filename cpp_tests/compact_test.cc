@@ -618,6 +618,24 @@ std::vector<std::string> absent_keys(std::mt19937_64& rng, size_t n, uint64_t nu
   return out;
 }
 
+// What a compact policy answered to the absent keys of `m` (the filters they asked, by
+// kind), after `verify` read the database at `path` with it through counting callbacks.
+struct AbsentAnswers {
+  u64 bloom_queries, bloom_no, compact_queries, compact_no, above_31_queries, above_31_no;
+};
+AbsentAnswers read_with_compact_policy(const std::string& path, const Model& m, const char* what) {
+  std::unique_ptr<Counted> state(new Counted{leveldb_bloom_policy_create_compact(10.0), {}});
+  EXPECT_NE(state->inner, nullptr);
+  leveldb_filterpolicy_t* fp = leveldb_filterpolicy_create(
+      state.get(), counted_destructor, counted_create, counted_may_match, counted_name);
+  verify(path, fp, m, what, [&] { state->c.reset_queries(); });
+  const FormatCounts& c = state->c;
+  const AbsentAnswers answers{c.bloom_queries,   c.bloom_no,         c.compact_queries,
+                              c.compact_no,      c.above_31_queries, c.above_31_no};
+  leveldb_filterpolicy_destroy(fp);
+  return answers;
+}
+
 // 4. A database written with the compact policy: no false negatives through LevelDB, the
 // filters reject absent keys, and stock LevelDB and our Bloom policy read it all.
 TEST(CompactDb, WrittenCompactReadByCompactStockAndBloom) {
@@ -810,27 +828,16 @@ TEST(CompactDb, LegacyBloomTablesThenCompact) {
   m.absent = absent_keys(rng, 60000, kPhase1 + 4 * kPhase2, m.live, m.deleted);
 
   // Read with the compact policy: both formats consulted, both rejecting absent keys.
-  {
-    auto* state = new Counted{leveldb_bloom_policy_create_compact(10.0), {}};
-    ASSERT_NE(state->inner, nullptr);
-    std::unique_ptr<Counted> owner(state);
-    leveldb_filterpolicy_t* fp = leveldb_filterpolicy_create(
-        state, counted_destructor, counted_create, counted_may_match, counted_name);
-    verify(tmp.path, fp, m, "mixed database read with the compact policy",
-           [&] { state->c.reset_queries(); });
-    const auto& c = state->c;
-    std::printf("compact_test: mixed database, absent keys: LevelDB Bloom filters asked %llu"
-                " times (%llu no match), compact filters %llu times (%llu no match)\n",
-                static_cast<u64>(c.bloom_queries.load()), static_cast<u64>(c.bloom_no.load()),
-                static_cast<u64>(c.compact_queries.load()),
-                static_cast<u64>(c.compact_no.load()));
-    EXPECT_GT(c.bloom_no.load(), 0u);
-    EXPECT_GT(c.compact_no.load(), 0u);
-    // 10 bits per key: LevelDB's Bloom filters about 1% false positives, compact fewer.
-    EXPECT_GE(static_cast<double>(c.bloom_no), 0.95 * static_cast<double>(c.bloom_queries));
-    EXPECT_GE(static_cast<double>(c.compact_no), 0.98 * static_cast<double>(c.compact_queries));
-    leveldb_filterpolicy_destroy(fp);
-  }
+  const AbsentAnswers a =
+      read_with_compact_policy(tmp.path, m, "mixed database read with the compact policy");
+  std::printf("compact_test: mixed database, absent keys: LevelDB Bloom filters asked %llu"
+              " times (%llu no match), compact filters %llu times (%llu no match)\n",
+              a.bloom_queries, a.bloom_no, a.compact_queries, a.compact_no);
+  EXPECT_GT(a.bloom_no, 0u);
+  EXPECT_GT(a.compact_no, 0u);
+  // 10 bits per key: LevelDB's Bloom filters about 1% false positives, compact fewer.
+  EXPECT_GE(static_cast<double>(a.bloom_no), 0.95 * static_cast<double>(a.bloom_queries));
+  EXPECT_GE(static_cast<double>(a.compact_no), 0.98 * static_cast<double>(a.compact_queries));
   // Read with stock LevelDB.
   {
     leveldb_filterpolicy_t* fp = leveldb_filterpolicy_create_bloom(10);
@@ -939,29 +946,21 @@ TEST(CompactDb, FiltersEndingAbove31CompactAndBloomTables) {
 
   // The compact policy: every kind of filter consulted; the foreign ones answer "may match"
   // (as stock LevelDB answers them), the others reject absent keys.
-  {
-    std::unique_ptr<Counted> state(counted_compact());
-    ASSERT_NE(state->inner, nullptr);
-    leveldb_filterpolicy_t* fp = wrap(state.get());
-    verify(tmp.path, fp, m, "mixed tables read with the compact policy",
-           [&] { state->c.reset_queries(); });
-    const auto& c = state->c;
-    std::printf("compact_test: mixed tables, absent keys: filters ending above 31 asked %llu"
-                " times (%llu no match), compact filters %llu (%llu), LevelDB Bloom filters"
-                " %llu (%llu)\n",
-                static_cast<u64>(c.above_31_queries.load()), static_cast<u64>(c.above_31_no.load()),
-                static_cast<u64>(c.compact_queries.load()), static_cast<u64>(c.compact_no.load()),
-                static_cast<u64>(c.bloom_queries.load()), static_cast<u64>(c.bloom_no.load()));
-    EXPECT_GT(c.above_31_queries.load(), 1000u);
-    EXPECT_EQ(c.above_31_no.load(), 0u) << "LevelDB answers every such filter \"may match\"";
-    EXPECT_GT(c.compact_queries.load(), 1000u);
-    EXPECT_GT(c.bloom_queries.load(), 1000u);
-    // 10 bits per key: compact filters let through well under 1%; LevelDB's Bloom filters
-    // several percent on these sequential keys (its hash's weakness: README, "Limitations").
-    EXPECT_GE(static_cast<double>(c.compact_no), 0.98 * static_cast<double>(c.compact_queries));
-    EXPECT_GE(static_cast<double>(c.bloom_no), 0.85 * static_cast<double>(c.bloom_queries));
-    leveldb_filterpolicy_destroy(fp);
-  }
+  const AbsentAnswers a =
+      read_with_compact_policy(tmp.path, m, "mixed tables read with the compact policy");
+  std::printf("compact_test: mixed tables, absent keys: filters ending above 31 asked %llu"
+              " times (%llu no match), compact filters %llu (%llu), LevelDB Bloom filters"
+              " %llu (%llu)\n",
+              a.above_31_queries, a.above_31_no, a.compact_queries, a.compact_no,
+              a.bloom_queries, a.bloom_no);
+  EXPECT_GT(a.above_31_queries, 1000u);
+  EXPECT_EQ(a.above_31_no, 0u) << "LevelDB answers every such filter \"may match\"";
+  EXPECT_GT(a.compact_queries, 1000u);
+  EXPECT_GT(a.bloom_queries, 1000u);
+  // 10 bits per key: compact filters let through well under 1%; LevelDB's Bloom filters
+  // several percent on these sequential keys (its hash's weakness: README, "Limitations").
+  EXPECT_GE(static_cast<double>(a.compact_no), 0.98 * static_cast<double>(a.compact_queries));
+  EXPECT_GE(static_cast<double>(a.bloom_no), 0.85 * static_cast<double>(a.bloom_queries));
   // Our Bloom policy (the drop-in's default) and stock LevelDB: everything, compact filters
   // unfiltered.
   {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <set>
@@ -487,51 +488,74 @@ std::vector<std::string> corrupt_keys(std::mt19937_64& rng, const Layout& l) {
   return keys;
 }
 
-// (c1) Every truncation of real blocks.
-TEST(FilterBlockCorrupt, EveryTruncation) {
-  const Corpus& c = corpus();
-  std::mt19937_64 rng(harness::seed() ^ 0x7A0CA7Eull);
-  StockPolicy stock(10);
-  harness::RustPolicy rust(10);
-  ASSERT_NE(rust.get(), nullptr);
+// The corruption tests: every query of each damaged block asked of LevelDB's reader and of
+// ours, which must agree; TearDown checks and reports.
+class FilterBlockCorrupt : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NE(rust.get(), nullptr); }
+
+  // Asks both readers about `keys` at `offs` in `block`; one more block compared.
+  void Compare(const std::string& block, const std::vector<uint64_t>& offs,
+               const std::vector<std::string>& keys, const char* what) {
+    mismatches += compare_queries(stock.p.get(), rust.get(), block, offs, keys, &counts, what);
+    counts.blocks++;
+  }
+
+  void TearDown() override {
+    EXPECT_EQ(mismatches, 0u);
+    EXPECT_GT(counts.no_match, 0u);  // not a vacuous comparison
+    std::printf("[filter_block] %s: %llu blocks%s, %llu queries (%llu answered no)\n",
+                what.c_str(), static_cast<unsigned long long>(counts.blocks), note.c_str(),
+                static_cast<unsigned long long>(counts.queries),
+                static_cast<unsigned long long>(counts.no_match));
+  }
+
+  // Calls `damage` with up to `most` of the corpus's real blocks whose size is in
+  // [min_size, max_size], each with the queries to ask of it; notes how many.
+  void ForRealBlocks(size_t most, size_t min_size, size_t max_size, std::mt19937_64& rng,
+                     const std::function<void(const std::string& block, const Layout& layout,
+                                              std::vector<uint64_t>* offs,
+                                              const std::vector<std::string>& keys)>& damage) {
+    const Corpus& c = corpus();
+    size_t used = 0;
+    for (size_t i = 0; i < c.layouts.size() && used < most; i++) {
+      const std::string& block = c.built[i].leveldb_block;
+      if (block.size() < min_size || block.size() > max_size) continue;
+      used++;
+      std::vector<uint64_t> offs = corrupt_offsets(rng);
+      const std::vector<std::string> keys = corrupt_keys(rng, c.layouts[i]);
+      damage(block, c.layouts[i], &offs, keys);
+    }
+    note = " from " + std::to_string(used) + " real blocks";
+  }
+
+  StockPolicy stock{10};
+  harness::RustPolicy rust{10};
   Counts counts;
   uint64_t mismatches = 0;
-  size_t used = 0;
-  for (size_t i = 0; i < c.layouts.size() && used < 300; i++) {
-    const std::string& block = c.built[i].leveldb_block;
-    if (block.size() > 3000) continue;  // keep the quadratic cost bounded
-    used++;
-    const std::vector<uint64_t> offs = corrupt_offsets(rng);
-    const std::vector<std::string> keys = corrupt_keys(rng, c.layouts[i]);
+  std::string what, note;  // the report's name, and what it adds after the block count
+};
+
+// (c1) Every truncation of real blocks.
+TEST_F(FilterBlockCorrupt, EveryTruncation) {
+  std::mt19937_64 rng(harness::seed() ^ 0x7A0CA7Eull);
+  // At most 3000 bytes: the cost is quadratic in the size.
+  ForRealBlocks(300, 0, 3000, rng, [&](const std::string& block, const Layout&,
+                                        std::vector<uint64_t>* offs,
+                                        const std::vector<std::string>& keys) {
     for (size_t len = 0; len <= block.size(); len++) {
       // Truncate at the end (what a short read gives) and at the front.
-      mismatches += compare_queries(stock.p.get(), rust.get(), block.substr(0, len), offs, keys,
-                                    &counts, "truncated block");
-      if (len % 3 == 0) {
-        mismatches += compare_queries(stock.p.get(), rust.get(), block.substr(block.size() - len),
-                                      offs, keys, &counts, "front-truncated block");
-      }
-      counts.blocks += 1 + (len % 3 == 0);
+      Compare(block.substr(0, len), *offs, keys, "truncated block");
+      if (len % 3 == 0) Compare(block.substr(block.size() - len), *offs, keys, "front-truncated block");
     }
-  }
-  EXPECT_EQ(mismatches, 0u);
-  EXPECT_GT(counts.no_match, 0u);  // not a vacuous comparison
-  std::printf("[filter_block] truncations: %llu blocks from %zu real blocks, %llu queries"
-              " (%llu answered no)\n",
-              static_cast<unsigned long long>(counts.blocks), used,
-              static_cast<unsigned long long>(counts.queries),
-              static_cast<unsigned long long>(counts.no_match));
+  });
+  what = "truncations";
 }
 
 // (c2) Random byte flips, mostly in the offset array, the array-offset word and base_lg.
-TEST(FilterBlockCorrupt, RandomByteFlips) {
+TEST_F(FilterBlockCorrupt, RandomByteFlips) {
   const Corpus& c = corpus();
   std::mt19937_64 rng(harness::seed() ^ 0xF11Dull);
-  StockPolicy stock(10);
-  harness::RustPolicy rust(10);
-  ASSERT_NE(rust.get(), nullptr);
-  Counts counts;
-  uint64_t mismatches = 0;
   for (size_t i = 0; i < c.layouts.size(); i++) {
     const std::string& block = c.built[i].leveldb_block;
     if (block.size() < 5) continue;
@@ -562,70 +586,41 @@ TEST(FilterBlockCorrupt, RandomByteFlips) {
         const uint32_t ao = static_cast<uint32_t>(rng() % (b.size() - 4));
         std::memcpy(&b[b.size() - 5], &ao, 4);
       }
-      mismatches += compare_queries(stock.p.get(), rust.get(), b, offs, keys, &counts,
-                                    "block with flipped bytes");
-      counts.blocks++;
+      Compare(b, offs, keys, "block with flipped bytes");
     }
   }
-  EXPECT_EQ(mismatches, 0u);
-  EXPECT_GT(counts.no_match, 0u);  // not a vacuous comparison
-  std::printf("[filter_block] byte flips: %llu blocks, %llu queries (%llu answered no)\n",
-              static_cast<unsigned long long>(counts.blocks),
-              static_cast<unsigned long long>(counts.queries),
-              static_cast<unsigned long long>(counts.no_match));
+  what = "byte flips";
 }
 
 // (c3) All 256 values of the last byte (base_lg) of real blocks: LevelDB shifts the block
 // offset by it unchecked (a size_t assigned from a possibly negative char).
-TEST(FilterBlockCorrupt, EveryBaseLg) {
-  const Corpus& c = corpus();
+TEST_F(FilterBlockCorrupt, EveryBaseLg) {
   std::mt19937_64 rng(harness::seed() ^ 0xBA5E16ull);
-  StockPolicy stock(10);
-  harness::RustPolicy rust(10);
-  ASSERT_NE(rust.get(), nullptr);
-  Counts counts;
-  uint64_t mismatches = 0;
-  size_t used = 0;
-  for (size_t i = 0; i < c.layouts.size() && used < 150; i++) {
-    const std::string& block = c.built[i].leveldb_block;
-    if (block.size() < 9) continue;  // at least one filter
-    used++;
-    std::vector<uint64_t> offs = corrupt_offsets(rng);
+  // At least 9 bytes: at least one filter.
+  ForRealBlocks(150, 9, SIZE_MAX, rng, [&](const std::string& block, const Layout& layout,
+                                            std::vector<uint64_t>* offs,
+                                            const std::vector<std::string>& keys) {
     // Offsets whose index differs for every shift count.
-    for (int s = 0; s < 64; s++) offs.push_back(uint64_t{1} << s);
-    for (int s = 0; s < 64; s++) offs.push_back(uint64_t{3} << s >> 1);
-    for (const auto& m : c.layouts[i].members) {
-      offs.push_back(m.first);
-      if (offs.size() > 200) break;
+    for (int s = 0; s < 64; s++) offs->push_back(uint64_t{1} << s);
+    for (int s = 0; s < 64; s++) offs->push_back(uint64_t{3} << s >> 1);
+    for (const auto& m : layout.members) {
+      offs->push_back(m.first);
+      if (offs->size() > 200) break;
     }
-    const std::vector<std::string> keys = corrupt_keys(rng, c.layouts[i]);
     for (int v = 0; v < 256; v++) {
       std::string b = block;
       b[b.size() - 1] = static_cast<char>(v);
-      mismatches += compare_queries(stock.p.get(), rust.get(), b, offs, keys, &counts,
-                                    "block with base_lg changed");
-      counts.blocks++;
+      Compare(b, *offs, keys, "block with base_lg changed");
     }
-  }
-  EXPECT_EQ(mismatches, 0u);
-  EXPECT_GT(counts.no_match, 0u);  // not a vacuous comparison
-  std::printf("[filter_block] base_lg 0..255: %llu blocks from %zu real blocks, %llu queries"
-              " (%llu answered no)\n",
-              static_cast<unsigned long long>(counts.blocks), used,
-              static_cast<unsigned long long>(counts.queries),
-              static_cast<unsigned long long>(counts.no_match));
+  });
+  what = "base_lg 0..255";
 }
 
 // (c4) Random short blocks (0..64 bytes), half of them with a plausible trailer so that the
 // offset array and the filters are actually decoded.
-TEST(FilterBlockCorrupt, RandomShortBlocks) {
+TEST_F(FilterBlockCorrupt, RandomShortBlocks) {
   std::mt19937_64 rng(harness::seed() ^ 0x5407ull);
-  StockPolicy stock(10);
-  harness::RustPolicy rust(10);
-  ASSERT_NE(rust.get(), nullptr);
   const uint64_t n = harness::env_count("LEVELDB_BLOOM_FB_RANDOM_BLOCKS", 1000000);
-  Counts counts;
-  uint64_t mismatches = 0;
   uint64_t decoded = 0;  // blocks whose trailer LevelDB accepts
   Layout none;
   for (uint64_t t = 0; t < n; t++) {
@@ -655,18 +650,10 @@ TEST(FilterBlockCorrupt, RandomShortBlocks) {
                                   rng() % 16, rng() % (16 * kWindow)};
     std::vector<std::string> keys = {std::string(), "foo", harness::random_key(rng, 12),
                                      harness::random_key(rng, 12)};
-    mismatches += compare_queries(stock.p.get(), rust.get(), b, offs, keys, &counts,
-                                  "random short block");
-    counts.blocks++;
+    Compare(b, offs, keys, "random short block");
   }
-  EXPECT_EQ(mismatches, 0u);
-  EXPECT_GT(counts.no_match, 0u);  // not a vacuous comparison
-  std::printf("[filter_block] random short blocks: %llu blocks (%llu with a valid array offset),"
-              " %llu queries (%llu answered no)\n",
-              static_cast<unsigned long long>(counts.blocks),
-              static_cast<unsigned long long>(decoded),
-              static_cast<unsigned long long>(counts.queries),
-              static_cast<unsigned long long>(counts.no_match));
+  what = "random short blocks";
+  note = " (" + std::to_string(decoded) + " with a valid array offset)";
 }
 
 // (d) The Rust builder's misuse errors, where LevelDB asserts.

@@ -330,15 +330,10 @@ TEST(Vectors, RustLibraryAgreesWithLevelDBOnTheVectors) {
   auto check = [&](const leveldb_bloom_policy* rust, const std::string& filter,
                    const std::vector<std::string>& probes, const std::vector<bool>& expected,
                    const std::string& where) {
-    std::vector<const char*> ptrs;
-    std::vector<size_t> lens;
-    for (const auto& k : probes) {
-      ptrs.push_back(k.data());
-      lens.push_back(k.size());
-    }
+    const support::KeyArrays arrays(probes);
     std::vector<uint8_t> batch(probes.size(), 0x55);
     ASSERT_EQ(leveldb_bloom_key_may_match_batch(
-                  rust, ptrs.data(), lens.data(), probes.size(),
+                  rust, arrays.ptrs.data(), arrays.lens.data(), probes.size(),
                   reinterpret_cast<const uint8_t*>(filter.data()), filter.size(), batch.data()),
               LEVELDB_BLOOM_OK)
         << where;

@@ -152,31 +152,28 @@ unsafe fn check_c_api<P: FilterPolicy>(
     let n = keys.len();
     // SAFETY: per this function's contract.
     unsafe {
-        let mut filter = vec![0u8; leveldb_bloom_filter_len(policy, n)];
-        let mut len = 0;
-        let status = leveldb_bloom_create_filter(
-            policy,
-            ptrs.as_ptr(),
-            lens.as_ptr(),
-            n,
-            filter.as_mut_ptr(),
-            filter.len(),
-            &mut len,
-        );
-        prop_assert_eq!(status, 0);
-        prop_assert_eq!(&filter[..len], rust_filter);
-        let mut from_slices = vec![0xa5u8; filter.len()];
-        let mut slices_len = 0;
-        let status = leveldb_bloom_create_filter_slices(
-            policy,
-            slices.as_ptr(),
-            n,
-            from_slices.as_mut_ptr(),
-            from_slices.len(),
-            &mut slices_len,
-        );
-        prop_assert_eq!(status, 0);
-        prop_assert_eq!(&from_slices[..slices_len], rust_filter);
+        // Both create calls write the Rust filter's bytes.
+        type Create<'a> = Box<dyn Fn(*mut u8, usize, &mut usize) -> i32 + 'a>;
+        let creates: [Create; 2] = [
+            Box::new(|out, cap, len| {
+                leveldb_bloom_create_filter(policy, ptrs.as_ptr(), lens.as_ptr(), n, out, cap, len)
+            }),
+            Box::new(|out, cap, len| {
+                leveldb_bloom_create_filter_slices(policy, slices.as_ptr(), n, out, cap, len)
+            }),
+        ];
+        let filters = creates.map(|create| {
+            let mut filter = vec![0xa5u8; leveldb_bloom_filter_len(policy, n)];
+            let mut len = 0;
+            let status = create(filter.as_mut_ptr(), filter.len(), &mut len);
+            (status, len, filter)
+        });
+        for (status, len, filter) in &filters {
+            prop_assert_eq!(*status, 0);
+            prop_assert_eq!(&filter[..*len], rust_filter);
+        }
+        let (_, len, filter) = &filters[0];
+        let len = *len;
         let mut results = vec![0u8; n];
         let status = leveldb_bloom_key_may_match_batch(
             policy,

@@ -50,6 +50,81 @@ inline uint64_t NowNs() {
 
 using support::Rng;
 
+// The keys of one benchmark cell: `filters` filters of `kpf` keys of `key_len` bytes each
+// (filter f holds keys [f * kpf, (f + 1) * kpf)), and as many absent keys (absent key j is
+// asked of filter j / kpf), random from the cell's seed.
+struct CellKeys {
+  int key_len = 0, kpf = 0, bpk = 0;
+  size_t filters = 0, keys = 0;
+  std::vector<char> build_keys;       // keys * key_len bytes
+  std::vector<leveldb::Slice> build;  // one Slice per key of build_keys
+  std::vector<char> absent_keys;      // keys * key_len bytes
+
+  // About `keys_total` keys (whole filters, at least one).
+  void Make(int key_len_, int kpf_, int bpk_, size_t keys_total, uint64_t seed) {
+    key_len = key_len_;
+    kpf = kpf_;
+    bpk = bpk_;
+    filters = std::max<size_t>(1, keys_total / kpf);
+    keys = filters * kpf;
+    Rng rng(seed);
+    build_keys.assign(keys * key_len, 0);
+    rng.Fill(build_keys.data(), build_keys.size());
+    absent_keys.assign(keys * key_len, 0);
+    rng.Fill(absent_keys.data(), absent_keys.size());
+    build.resize(keys);
+    for (size_t i = 0; i < keys; i++) build[i] = leveldb::Slice(build_keys.data() + i * key_len, key_len);
+  }
+};
+
+// The timed creation loops of a cell of `filters` filters of `n` keys each (filter `f` holds
+// keys[f * n .. f * n + n)), `passes` times over the whole cell; the nanoseconds taken.
+
+// Through the C API, the filters written one after another into `buf` (sized before the
+// clock starts); fails unless every call succeeded and the last pass wrote `total` bytes.
+inline uint64_t TimeCreateCApi(leveldb_bloom_policy* p, const leveldb::Slice* keys, int n,
+                               size_t filters, size_t total, int passes,
+                               std::vector<uint8_t>* buf, const char* what) {
+  buf->resize(total);
+  uint8_t* const base = buf->data();
+  int bad = 0;
+  size_t off = 0;
+  const uint64_t t0 = NowNs();
+  for (int r = 0; r < passes; r++) {
+    off = 0;
+    for (size_t f = 0; f < filters; f++) {
+      size_t len = 0;
+      bad |= leveldb_bloom_create_filter_slices(
+          p, reinterpret_cast<const leveldb_bloom_slice*>(keys + f * n), static_cast<size_t>(n),
+          base + off, total - off, &len);
+      off += len;
+    }
+  }
+  const uint64_t t1 = NowNs();
+  if (bad != 0 || off != total) {
+    Fail("%s: C API create failed (status %d, %zu of %zu bytes)", what, bad, off, total);
+  }
+  return t1 - t0;
+}
+
+// Through a leveldb::FilterPolicy, appended into `out` (reserved and cleared before the clock
+// starts), as LevelDB's filter block builder appends into its result_ string.
+inline uint64_t TimeCreateLevelDB(const leveldb::FilterPolicy* policy, const leveldb::Slice* keys,
+                                  int n, size_t filters, size_t total, int passes,
+                                  std::string* out, const char* what) {
+  out->clear();
+  out->reserve(total);
+  const uint64_t t0 = NowNs();
+  for (int r = 0; r < passes; r++) {
+    out->clear();
+    for (size_t f = 0; f < filters; f++) policy->CreateFilter(keys + f * n, n, out);
+  }
+  const uint64_t t1 = NowNs();
+  if (out->size() != total) Fail("%s built %zu bytes, expected %zu", what, out->size(), total);
+  return t1 - t0;
+}
+
+
 template <typename T>
 void Shuffle(T* a, size_t n, Rng& rng) {
   for (size_t i = n; i > 1; i--) {

@@ -179,6 +179,19 @@ inline std::vector<std::string> random_keys(std::mt19937_64& rng, size_t n, size
   return keys;
 }
 
+// The C API's parallel key arrays (pointers and lengths) over `keys`, which must outlive
+// them.
+struct KeyArrays {
+  explicit KeyArrays(const std::vector<std::string>& keys) {
+    for (const std::string& k : keys) {
+      ptrs.push_back(k.data());
+      lens.push_back(k.size());
+    }
+  }
+  std::vector<const char*> ptrs;
+  std::vector<size_t> lens;
+};
+
 // ---------------------------------------------------------------------------------------
 // Policies: LevelDB's, the C API's, the drop-in's.
 // ---------------------------------------------------------------------------------------

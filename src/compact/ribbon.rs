@@ -607,21 +607,28 @@ mod tests {
         level.expect("the processor has the level (else the test is ignored)")
     }
 
-    #[test]
-    #[cfg_attr(
-        not(leveldb_bloom_test_popcnt),
-        ignore = "the processor that built the tests has no popcnt"
-    )]
-    fn popcnt_versions_build_and_answer_as_the_portable_ones() {
-        builds_and_answers_as_the_portable_version(level_with(Level::has_popcnt));
+    /// A test of the versions compiled for one level, ignored where the processor that built
+    /// the tests lacks it (build.rs).
+    macro_rules! level_test {
+        ($test:ident, $built_with:ident, $has:expr, $lacking:literal) => {
+            #[test]
+            #[cfg_attr(not($built_with), ignore = $lacking)]
+            fn $test() {
+                builds_and_answers_as_the_portable_version(level_with($has));
+            }
+        };
     }
 
-    #[test]
-    #[cfg_attr(
-        not(leveldb_bloom_test_avx2),
-        ignore = "the processor that built the tests has no BMI2"
-    )]
-    fn bmi2_versions_build_and_answer_as_the_portable_ones() {
-        builds_and_answers_as_the_portable_version(level_with(Level::has_avx2));
-    }
+    level_test!(
+        popcnt_versions_build_and_answer_as_the_portable_ones,
+        leveldb_bloom_test_popcnt,
+        Level::has_popcnt,
+        "the processor that built the tests has no popcnt"
+    );
+    level_test!(
+        bmi2_versions_build_and_answer_as_the_portable_ones,
+        leveldb_bloom_test_avx2,
+        Level::has_avx2,
+        "the processor that built the tests has no BMI2"
+    );
 }

@@ -172,7 +172,9 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match_batch(
                 try_filter(filter, filter_len)?,
             )
         };
-        policy.policy.keys_may_match(keys.iter(), filter, results);
+        // Every query counts: `results` has one per key.
+        policy.policy.policy().keys_may_match(keys.iter(), filter, results);
+        policy.policy.count_queries(results);
         Ok(())
     })
 }
