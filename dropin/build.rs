@@ -17,4 +17,8 @@ fn main() {
     // it into a process without LevelDB fails. `-z defs` turns any such gap into a link error.
     println!("cargo:rustc-link-lib=dylib=leveldb");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-z,defs");
+    // The shim's calls into the C API, and the library's own calls, bind to this library's
+    // copy of it: another libleveldb_bloom earlier in the lookup order must not be handed
+    // the drop-in's objects.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-Bsymbolic-functions");
 }

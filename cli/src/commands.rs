@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
+use crate::files::{self, ReadError};
 use crate::leveldb::{Db, NewFilters};
 use crate::manifest;
 use crate::report::{self, Keys, TableReport};
@@ -54,9 +55,9 @@ fn emit(text: &str) -> Result<(), Failure> {
     }
 }
 
-/// The tables a PATH names.
+/// The tables a PATH names, each with what the MANIFEST says of it (for a database).
 struct Target {
-    tables: Vec<(PathBuf, Option<u32>)>,
+    tables: Vec<(PathBuf, Option<manifest::LiveTable>)>,
     not_live: Vec<PathBuf>,
     keys: Keys,
 }
@@ -82,7 +83,7 @@ fn target(path: &Path, keys: Option<Keys>) -> Result<Target, Failure> {
             tables: version
                 .live
                 .into_iter()
-                .map(|t| (t.path, Some(t.level)))
+                .map(|t| (t.path.clone(), Some(t)))
                 .collect(),
             not_live: version.not_live,
             keys: keys.unwrap_or(Keys::Internal),
@@ -104,7 +105,9 @@ fn target(path: &Path, keys: Option<Keys>) -> Result<Target, Failure> {
 }
 
 /// Reads and analyzes every table of `path`, with a progress bar on stderr when it is a
-/// terminal.
+/// terminal. A table of a database is also held against what the MANIFEST says of it: its
+/// size (where LevelDB reads its footer) and its first and last keys (where LevelDB looks
+/// for keys).
 fn analyze_all(
     path: &Path,
     keys: Option<Keys>,
@@ -116,35 +119,91 @@ fn analyze_all(
             .expect("a valid template"),
     );
     let mut reports = Vec::new();
-    for (file, level) in &target.tables {
+    for (file, live) in &target.tables {
         let name = file.file_name().map_or_else(
             || file.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
         bar.set_message(name.clone());
-        let report = match std::fs::read(file) {
-            Ok(bytes) => report::analyze(name.clone(), &bytes, target.keys).unwrap_or_else(|e| {
-                unreadable(
-                    &name,
-                    e.offset,
-                    format!("cannot read the table: {}", e.what),
-                )
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && level.is_some() => unreadable(
+        let report = match files::read_regular(file) {
+            Ok(bytes) => {
+                let mut report =
+                    report::analyze(name.clone(), &bytes, target.keys).unwrap_or_else(|e| {
+                        unreadable(
+                            &name,
+                            e.offset,
+                            format!("cannot read the table: {}", e.what),
+                        )
+                    });
+                if let Some(live) = live {
+                    report
+                        .problems
+                        .extend(against_manifest(live, &bytes, &report));
+                }
+                report
+            }
+            Err(ReadError::NotFound) if live.is_some() => unreadable(
                 &name,
                 0,
                 "table file of the current version is missing".into(),
             ),
+            Err(ReadError::NotRegular(what)) => {
+                unreadable(&name, 0, format!("{what}, not a regular file"))
+            }
             Err(e) => return Err(Failure::error(format!("{}: {e}", file.display()))),
         };
         reports.push(TableReport {
-            level: *level,
+            level: live.as_ref().map(|t| t.level),
             ..report
         });
         bar.inc(1);
     }
     bar.finish_and_clear();
     Ok((reports, target.not_live))
+}
+
+/// Where a table file differs from what the MANIFEST says of it.
+fn against_manifest(
+    live: &manifest::LiveTable,
+    bytes: &[u8],
+    report: &TableReport,
+) -> Vec<report::Problem> {
+    let mut problems = Vec::new();
+    if bytes.len() as u64 != live.size {
+        problems.push(report::Problem {
+            offset: 0,
+            what: format!(
+                "the file has {} bytes, the MANIFEST says {} (LevelDB reads the footer there: \
+                 truncated, or another file in its place?)",
+                bytes.len(),
+                live.size
+            ),
+            count: 1,
+        });
+    }
+    let range = (report.first_key.as_deref(), report.last_key.as_deref());
+    if report.problems.is_empty() && range != (Some(&live.smallest[..]), Some(&live.largest[..])) {
+        let key = |k: Option<&[u8]>| k.map_or_else(|| "none".into(), short_hex);
+        problems.push(report::Problem {
+            offset: 0,
+            what: format!(
+                "its keys run from {} to {}, the MANIFEST says {} to {} (LevelDB looks for \
+                 other keys here: another table in its place?)",
+                key(range.0),
+                key(range.1),
+                short_hex(&live.smallest),
+                short_hex(&live.largest)
+            ),
+            count: 1,
+        });
+    }
+    problems
+}
+
+/// A key in hex, its first 24 bytes.
+fn short_hex(key: &[u8]) -> String {
+    let hex: String = key.iter().take(24).map(|b| format!("{b:02x}")).collect();
+    if key.len() > 24 { hex + ".." } else { hex }
 }
 
 fn unreadable(name: &str, offset: u64, what: String) -> TableReport {
@@ -242,6 +301,9 @@ pub fn render(tables: &[TableReport], total: &TableReport, not_live: &[PathBuf])
                 r.file, p.offset, p.what, p.count
             );
         }
+        for w in &r.warnings {
+            let _ = writeln!(out, "warning: {}: offset {}: {}", r.file, w.offset, w.what);
+        }
     }
     for path in not_live {
         let _ = writeln!(
@@ -272,42 +334,59 @@ pub fn inspect(path: &Path, json: bool, keys: Option<Keys>) -> Result<u8, Failur
     Ok(if damaged { PROBLEM } else { OK })
 }
 
-/// `verify PATH`: checksums and false negatives, each problem on a line.
+/// `verify PATH`: the current version as LevelDB's recovery reads it, each table against
+/// the MANIFEST, checksums and false negatives; each problem on a line, then what was
+/// checked. Warnings (what LevelDB reads anyway) do not change the exit status.
 pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
     let (tables, _) = analyze_all(path, keys)?;
     let mut problems = 0;
     for t in &tables {
         for p in &t.problems {
             emit(&format!(
-                "{}: block at offset {}: {} ({})\n",
+                "{}: at offset {}: {} ({})\n",
                 t.file, p.offset, p.what, p.count
             ))?;
             problems += 1;
         }
+        for w in &t.warnings {
+            emit(&format!(
+                "warning: {}: at offset {}: {}\n",
+                t.file, w.offset, w.what
+            ))?;
+        }
     }
-    let total = report::total(&tables);
     let damaged = tables.iter().filter(|t| !t.problems.is_empty()).count();
-    if problems == 0 {
-        // Data blocks, then each table's metaindex, index and filter block.
-        let blocks: u64 = tables
-            .iter()
-            .map(|t| t.data_blocks + 2 + u64::from(t.filter_policy.is_some()))
-            .sum();
-        emit(&format!(
-            "ok: {}, {} checksummed, {} all found by their filters\n",
-            counted(tables.len() as u64, "table", "tables"),
-            counted(blocks, "block", "blocks"),
-            counted(total.entries, "entry", "entries"),
-        ))?;
-        Ok(OK)
-    } else {
+    if problems > 0 {
         emit(&format!(
             "{} in {damaged} of {}\n",
             counted(problems, "problem", "problems"),
             counted(tables.len() as u64, "table", "tables"),
         ))?;
-        Ok(PROBLEM)
+        return Ok(PROBLEM);
     }
+    let (checked, unchecked): (Vec<&TableReport>, Vec<&TableReport>) =
+        tables.iter().partition(|t| t.filters_checked());
+    let entries = |ts: &[&TableReport]| ts.iter().map(|t| t.entries).sum::<u64>();
+    let blocks = tables.iter().map(|t| t.blocks_checked).sum();
+    let mut line = format!(
+        "ok: {}, {} checksummed",
+        counted(tables.len() as u64, "table", "tables"),
+        counted(blocks, "block", "blocks"),
+    );
+    if !checked.is_empty() {
+        let found = counted(entries(&checked), "entry", "entries");
+        let _ = write!(line, "; {found} found by their filters");
+    }
+    if !unchecked.is_empty() {
+        let _ = write!(
+            line,
+            "; {} in {} without filters LevelDB reads, not checked against filters",
+            counted(entries(&unchecked), "entry", "entries"),
+            counted(unchecked.len() as u64, "table", "tables"),
+        );
+    }
+    emit(&(line + "\n"))?;
+    Ok(OK)
 }
 
 fn summary(label: &str, t: &TableReport) -> String {
@@ -329,7 +408,8 @@ fn summary(label: &str, t: &TableReport) -> String {
 
 /// `upgrade PATH --format F [--bits-per-key N]`: LevelDB rewrites every table with the
 /// new policy. Its own compaction writes the new tables and then the MANIFEST that names
-/// them, so the database stays readable whatever fails on the way.
+/// them, so the database stays readable whatever fails on the way. Succeeds only when every
+/// table of the current version then carries the new filters and LevelDB reported no error.
 pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
     if !path.is_dir() || !manifest::is_database(path) {
         return Err(Failure::error(format!(
@@ -338,47 +418,101 @@ pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
         )));
     }
     let (before, _) = analyze_all(path, None)?;
-    if before.iter().any(|t| !t.problems.is_empty()) {
+    let damaged: Vec<&str> = before
+        .iter()
+        .filter(|t| !t.problems.is_empty())
+        .map(|t| t.file.as_str())
+        .collect();
+    if !damaged.is_empty() {
         return Err(Failure::damaged(format!(
-            "{}: damaged (run `leveldb-bloom verify`); not rewritten",
-            path.display()
+            "{}: damaged ({}: run `leveldb-bloom verify`); not rewritten",
+            path.display(),
+            damaged.join(", ")
         )));
     }
     let snappy = before.iter().any(|t| t.compressed_blocks > 0);
     emit(&summary("before", &report::total(&before)))?;
-    {
-        let db = Db::open(path, Some(filters), snappy, false).map_err(|e| {
-            Failure::error(format!(
-                "{}: LevelDB cannot open it: {e} (another process may hold it)",
-                path.display()
-            ))
-        })?;
-        // Compacting the whole range leaves the deepest level's tables alone when nothing
-        // above overlaps them. Writing the first and last records again (the same values)
-        // puts a table spanning the whole range on top, so that every level below is
-        // merged and rewritten.
-        if let Some(records) = db.first_and_last().map_err(Failure::error)? {
-            for (key, value) in &records {
-                db.put(key, value).map_err(Failure::error)?;
-            }
-        }
-        db.compact_all();
-    }
+    let leveldb_error = {
+        let db = Db::open(path, Some(filters), snappy, false)
+            .map_err(|e| Failure::error(open_failure(path, &e)))?;
+        rewrite_all(&db).err()
+    };
     let (after, _) = analyze_all(path, None)?;
     emit(&summary("after", &report::total(&after)))?;
     let stale: Vec<&str> = after
         .iter()
-        .filter(|t| match filters {
-            NewFilters::Bloom(_) => t.compact_filters > 0,
-            NewFilters::Compact(_) => t.bloom_filters > 0,
-        })
+        .filter(|t| !t.problems.is_empty() || !carries(t, filters))
         .map(|t| t.file.as_str())
         .collect();
-    if stale.is_empty() && after.iter().all(|t| t.problems.is_empty()) {
-        Ok(OK)
+    if stale.is_empty() && leveldb_error.is_none() {
+        return Ok(OK);
+    }
+    let mut out = String::new();
+    if !stale.is_empty() {
+        let _ = writeln!(out, "not rewritten: {}", stale.join(", "));
+    }
+    if let Some(e) = &leveldb_error {
+        let _ = writeln!(out, "LevelDB reported: {e}");
+    }
+    let full = leveldb_error
+        .as_deref()
+        .is_some_and(|e| e.contains("No space left") || e.contains("Disk quota"));
+    let _ = writeln!(
+        out,
+        "the upgrade did not finish; the database is readable as it is; {}",
+        if full {
+            "free some space, then run the upgrade again: it finishes the job"
+        } else {
+            "running the upgrade again finishes the job"
+        }
+    );
+    emit(&out)?;
+    Ok(PROBLEM)
+}
+
+/// Has LevelDB rewrite every table, and returns the error LevelDB met, if any.
+fn rewrite_all(db: &Db) -> Result<(), String> {
+    // Compacting the whole range leaves the deepest level's tables alone when nothing
+    // above overlaps them. Writing the first and last records again (the same values)
+    // puts a table spanning the whole range on top, so that every level below is merged
+    // and rewritten.
+    let Some(records) = db.first_and_last()? else {
+        return Ok(());
+    };
+    for (key, value) in &records {
+        db.put(key, value)?;
+    }
+    db.compact_all();
+    // A compaction that failed (a full disk) leaves LevelDB's background error set, which
+    // `CompactRange` does not return: the next write does.
+    let (key, value) = &records[0];
+    db.put(key, value)
+}
+
+/// Whether a table carries `filters`: a filter block under LevelDB's policy name whose
+/// every filter is as long as the new policy builds it for its keys, and of its format.
+fn carries(t: &TableReport, filters: NewFilters) -> bool {
+    t.filters_checked()
+        && t.filter_shapes.iter().all(|shape| match shape.filter {
+            None => false,
+            Some((len, _)) if shape.keys == 0 => len == 0,
+            Some((len, last)) => filters.builds(shape.keys, len, last),
+        })
+}
+
+/// What to say when LevelDB cannot open the database.
+fn open_failure(path: &Path, leveldb: &str) -> String {
+    // LevelDB's lock error: "IO error: lock <dir>/LOCK: Resource temporarily unavailable",
+    // or "... already held by process" within one process.
+    let held = leveldb.contains("/LOCK:")
+        && (leveldb.contains("unavailable") || leveldb.contains("already held"));
+    if held {
+        format!(
+            "{}: another process has the database open ({leveldb}); close it and run again",
+            path.display()
+        )
     } else {
-        emit(&format!("not rewritten: {}\n", stale.join(", ")))?;
-        Ok(PROBLEM)
+        format!("{}: LevelDB cannot open it: {leveldb}", path.display())
     }
 }
 

@@ -11,6 +11,7 @@ use leveldb_bloom::ffi::{
     leveldb_bloom_cb_create_filter, leveldb_bloom_cb_destructor, leveldb_bloom_cb_key_may_match,
     leveldb_bloom_cb_name, leveldb_bloom_policy_create_compact,
 };
+use leveldb_bloom::{BloomPolicy, CompactPolicy, FilterPolicy};
 use leveldb_sys::*;
 
 /// The filter format `upgrade` writes.
@@ -20,6 +21,49 @@ pub enum NewFilters {
     Bloom(i32),
     /// leveldb-bloom's compact policy, through `leveldb_filterpolicy_create`'s callbacks.
     Compact(f64),
+}
+
+impl NewFilters {
+    /// Bloom filters at a whole number of bits per key from 1 to 1000 (more could only be
+    /// a mistake: 1000 bits per key is already a false-positive rate of 10^-200).
+    pub fn bloom(bits_per_key: f64) -> Result<NewFilters, String> {
+        if bits_per_key.fract() == 0.0 && (1.0..=1000.0).contains(&bits_per_key) {
+            Ok(NewFilters::Bloom(bits_per_key as i32))
+        } else {
+            Err(format!(
+                "--bits-per-key {bits_per_key}: Bloom filters take a whole number from 1 to 1000"
+            ))
+        }
+    }
+
+    /// Compact filters at the bits per key `CompactPolicy` takes (0 to 32).
+    pub fn compact(bits_per_key: f64) -> Result<NewFilters, String> {
+        match CompactPolicy::new(bits_per_key) {
+            Ok(_) => Ok(NewFilters::Compact(bits_per_key)),
+            Err(_) => Err(format!(
+                "--bits-per-key {bits_per_key}: compact filters take a number from 0 to {}",
+                leveldb_bloom::compact::MAX_BITS_PER_KEY
+            )),
+        }
+    }
+
+    /// Whether a filter of `len` bytes ending in `last` is what this policy builds for
+    /// `keys` keys.
+    pub fn builds(self, keys: u64, len: usize, last: Option<u8>) -> bool {
+        let keys = usize::try_from(keys).unwrap_or(usize::MAX);
+        match self {
+            NewFilters::Bloom(bits) => {
+                let policy = BloomPolicy::new(bits).expect("validated");
+                policy.filter_len(keys) == Ok(len) && last == Some(policy.probes())
+            }
+            NewFilters::Compact(bits) => {
+                let policy = CompactPolicy::new(bits).expect("validated");
+                // An all-zero filter where no compact filter fits in the space.
+                policy.filter_len(keys) == Ok(len)
+                    && (last == Some(leveldb_bloom::compact::MARKER) || last == Some(0))
+            }
+        }
+    }
 }
 
 /// A LevelDB error message, taken from (and freeing) LevelDB's `errptr`.

@@ -3,6 +3,7 @@
 //! calls LevelDB ([`leveldb`]), so that LevelDB itself writes every new table.
 
 pub mod commands;
+pub mod files;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod leveldb;

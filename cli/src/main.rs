@@ -1,6 +1,7 @@
 //! `leveldb-bloom`: inspect, verify and upgrade the filters of a LevelDB database.
 //! Exit status: 0 all is well, 1 a check found a problem, 2 usage or I/O error.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -106,21 +107,17 @@ fn main() -> ExitCode {
             format,
             bits_per_key,
         } => match format {
-            Format::Bloom
-                if bits_per_key.fract() != 0.0 || !(1.0..=1000.0).contains(&bits_per_key) =>
-            {
-                Err(commands::Failure::error(format!(
-                    "--bits-per-key {bits_per_key}: Bloom filters take a whole number from 1 to 1000"
-                )))
-            }
-            Format::Bloom => commands::upgrade(&path, NewFilters::Bloom(bits_per_key as i32)),
-            Format::Compact => commands::upgrade(&path, NewFilters::Compact(bits_per_key)),
-        },
+            Format::Bloom => NewFilters::bloom(bits_per_key),
+            Format::Compact => NewFilters::compact(bits_per_key),
+        }
+        .map_err(commands::Failure::error)
+        .and_then(|filters| commands::upgrade(&path, filters)),
     };
     match result {
         Ok(status) => ExitCode::from(status),
         Err(failure) => {
-            eprintln!("leveldb-bloom: {}", failure.message);
+            // A standard error that cannot be written changes nothing but this message.
+            let _ = writeln!(std::io::stderr(), "leveldb-bloom: {}", failure.message);
             ExitCode::from(failure.status)
         }
     }

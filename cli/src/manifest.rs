@@ -1,19 +1,26 @@
-//! Which table files make up a database's current version: `CURRENT` names the MANIFEST,
-//! a log (LevelDB's `doc/log_format.md`) of version edits (`db/version_edit.cc`); applying
-//! them in order leaves the live files of each level.
+//! Which table files make up a database's current version, read as LevelDB's recovery reads
+//! them (`db/version_set.cc`, `VersionSet::Recover`; `db/db_impl.cc`, `DBImpl::Recover`):
+//! `CURRENT` names the MANIFEST, a log (`doc/log_format.md`, `db/log_reader.cc`) of version
+//! edits (`db/version_edit.cc`); applying them in order leaves the live tables of each level,
+//! each with its size and key range. What LevelDB refuses is damage here; what it reads
+//! without complaint (a record torn at the log's end by a crash) is not.
 
-use std::collections::BTreeMap;
-use std::fs;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use crate::table::{unmask_crc, varint64};
+use crate::files::{self, ReadError};
+use crate::table::unmask_crc;
 
 /// A table of the current version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveTable {
     pub level: u32,
     pub number: u64,
+    /// The file's size as the MANIFEST records it: LevelDB reads the table's footer there.
     pub size: u64,
+    /// The table's first and last internal keys, as the MANIFEST records them.
+    pub smallest: Vec<u8>,
+    pub largest: Vec<u8>,
     pub path: PathBuf,
 }
 
@@ -26,8 +33,8 @@ pub struct Version {
     pub not_live: Vec<PathBuf>,
 }
 
-/// An error naming the file and, where it applies, the offset in it: `damaged` when the
-/// files are there but do not read as LevelDB writes them, else an I/O error.
+/// Why the current version could not be read: `damaged` when the files are there but
+/// LevelDB would refuse them, else an I/O error or something this tool does not read.
 #[derive(Debug)]
 pub struct Error {
     pub message: String,
@@ -41,107 +48,218 @@ fn damaged(message: String) -> Error {
     }
 }
 
+/// LevelDB's `config::kNumLevels`.
+const NUM_LEVELS: u32 = 7;
+/// The comparator this tool orders keys by: LevelDB's default.
+const BYTEWISE: &[u8] = b"leveldb.BytewiseComparator";
+
 const BLOCK_SIZE: usize = 32768;
 const HEADER_LEN: usize = 7;
+const ZERO: u8 = 0;
 const FULL: u8 = 1;
 const FIRST: u8 = 2;
 const MIDDLE: u8 = 3;
 const LAST: u8 = 4;
 
-/// The records of a LevelDB log file, fragments joined.
-fn records(data: &[u8], path: &Path) -> Result<Vec<Vec<u8>>, Error> {
-    let bad =
-        |at: usize, what: &str| damaged(format!("{}: at offset {at}: {what}", path.display()));
+/// The records of a LevelDB log file, fragments joined, as `log::Reader` with checksums
+/// returns them; `Err((offset, what))` where it reports corruption. LevelDB reads the file
+/// in 32 KiB blocks; only in the last block, read short, does a header or record cut off
+/// by the file's end mean the writer died (the log ends there), as does a fragmented record
+/// left open.
+pub fn log_records(data: &[u8]) -> Result<Vec<Vec<u8>>, (usize, String)> {
     let mut out = Vec::new();
-    let mut pending: Option<Vec<u8>> = None;
+    let mut fragment: Option<Vec<u8>> = None;
     let mut pos = 0;
     while pos < data.len() {
-        let left_in_block = BLOCK_SIZE - pos % BLOCK_SIZE;
-        if left_in_block < HEADER_LEN {
-            pos += left_in_block;
+        let block_end = ((pos / BLOCK_SIZE + 1) * BLOCK_SIZE).min(data.len());
+        let last_block = block_end - pos / BLOCK_SIZE * BLOCK_SIZE < BLOCK_SIZE;
+        let available = block_end - pos;
+        if available < HEADER_LEN {
+            if last_block {
+                break;
+            }
+            pos = block_end; // the block's trailer
             continue;
         }
-        let Some(header) = data.get(pos..pos + HEADER_LEN) else {
-            break; // a header cut short by a crash: the log ends here, as LevelDB reads it
-        };
+        let header = &data[pos..pos + HEADER_LEN];
         let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
         let kind = header[6];
-        if kind == 0 && len == 0 {
-            pos += left_in_block; // zeroed (preallocated) space
+        if HEADER_LEN + len > available {
+            if last_block {
+                break;
+            }
+            return Err((pos, "bad record length".into()));
+        }
+        if kind == ZERO && len == 0 {
+            pos = block_end; // zeroed (preallocated) space: the rest of the block
             continue;
         }
-        let start = pos + HEADER_LEN;
-        if len > left_in_block - HEADER_LEN {
-            return Err(bad(pos, "record length past its block"));
-        }
-        let Some(payload) = data.get(start..start + len) else {
-            break; // a record cut short by a crash
-        };
+        let payload = &data[pos + HEADER_LEN..pos + HEADER_LEN + len];
         let stored = unmask_crc(u32::from_le_bytes(header[..4].try_into().expect("4")));
         if stored != crc32c::crc32c_append(crc32c::crc32c(&[kind]), payload) {
-            return Err(bad(pos, "record checksum mismatch"));
+            return Err((pos, "checksum mismatch".into()));
         }
-        match (kind, pending.as_mut()) {
-            (FULL, None) => out.push(payload.to_vec()),
-            (FIRST, None) => pending = Some(payload.to_vec()),
-            (MIDDLE, Some(record)) => record.extend_from_slice(payload),
-            (LAST, Some(record)) => {
-                record.extend_from_slice(payload);
-                out.extend(pending.take());
+        let partial = |f: &Option<Vec<u8>>| f.as_ref().is_some_and(|r| !r.is_empty());
+        match kind {
+            FULL | FIRST if partial(&fragment) => {
+                return Err((pos, "partial record without end".into()));
             }
-            _ => return Err(bad(pos, &format!("unexpected record type {kind}"))),
+            FULL => {
+                fragment = None;
+                out.push(payload.to_vec());
+            }
+            FIRST => fragment = Some(payload.to_vec()),
+            MIDDLE | LAST => {
+                let Some(mut record) = fragment.take() else {
+                    return Err((pos, "missing start of fragmented record".into()));
+                };
+                record.extend_from_slice(payload);
+                if kind == LAST {
+                    out.push(record);
+                } else {
+                    fragment = Some(record);
+                }
+            }
+            _ => return Err((pos, format!("unknown record type {kind}"))),
         }
-        pos = start + len;
+        pos += HEADER_LEN + len;
     }
     Ok(out)
 }
 
+/// A varint of at most 5 bytes, its bits past 32 dropped (LevelDB's `GetVarint32`).
+fn varint32(data: &[u8], pos: &mut usize) -> Option<u32> {
+    let mut value = 0u32;
+    for shift in (0..=28).step_by(7) {
+        let byte = *data.get(*pos)?;
+        *pos += 1;
+        value |= u32::from(byte & 0x7f).wrapping_shl(shift);
+        if byte & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
+}
+
+/// A varint of at most 10 bytes (LevelDB's `GetVarint64`).
+fn varint64(data: &[u8], pos: &mut usize) -> Option<u64> {
+    crate::table::varint64(data, pos)
+}
+
 fn slice<'a>(data: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
-    let len = usize::try_from(varint64(data, pos)?).ok()?;
+    let len = varint32(data, pos)? as usize;
     let s = data.get(*pos..pos.checked_add(len)?)?;
     *pos += len;
     Some(s)
 }
 
-/// Applies one version edit's file additions and deletions to `files`.
-fn apply(edit: &[u8], files: &mut BTreeMap<(u32, u64), u64>) -> Option<()> {
-    let mut pos = 0;
-    while pos < edit.len() {
-        match varint64(edit, &mut pos)? {
-            1 => {
-                slice(edit, &mut pos)?; // comparator name
-            }
-            2..=4 | 9 => {
-                varint64(edit, &mut pos)?; // log, next file, last sequence, previous log
-            }
-            5 => {
-                varint64(edit, &mut pos)?; // compact pointer: level, key
-                slice(edit, &mut pos)?;
-            }
-            6 => {
-                let level = u32::try_from(varint64(edit, &mut pos)?).ok()?;
-                let number = varint64(edit, &mut pos)?;
-                files.remove(&(level, number));
-            }
-            7 => {
-                let level = u32::try_from(varint64(edit, &mut pos)?).ok()?;
-                let number = varint64(edit, &mut pos)?;
-                let size = varint64(edit, &mut pos)?;
-                slice(edit, &mut pos)?; // smallest and largest keys
-                slice(edit, &mut pos)?;
-                files.insert((level, number), size);
-            }
-            _ => return None,
-        }
-    }
-    Some(())
+fn level(data: &[u8], pos: &mut usize) -> Option<u32> {
+    varint32(data, pos).filter(|&l| l < NUM_LEVELS)
 }
 
-/// The table file of `number` in `dir`: `NNNNNN.ldb`, or the older `NNNNNN.sst`.
+/// LevelDB's `GetInternalKey`: a length-prefixed, non-empty key.
+fn internal_key(data: &[u8], pos: &mut usize) -> Option<Vec<u8>> {
+    slice(data, pos)
+        .filter(|k| !k.is_empty())
+        .map(<[u8]>::to_vec)
+}
+
+/// A table an edit adds.
+#[derive(Debug, Clone)]
+pub struct NewFile {
+    pub level: u32,
+    pub number: u64,
+    pub size: u64,
+    pub smallest: Vec<u8>,
+    pub largest: Vec<u8>,
+}
+
+/// One decoded version edit (`VersionEdit::DecodeFrom`).
+#[derive(Debug, Default)]
+struct Edit {
+    comparator: Option<Vec<u8>>,
+    log_number: bool,
+    next_file: bool,
+    last_sequence: bool,
+    deleted: Vec<(u32, u64)>,
+    added: Vec<NewFile>,
+}
+
+/// Decodes a version edit; `Err` names the field LevelDB reports.
+fn decode(edit: &[u8]) -> Result<Edit, &'static str> {
+    let mut e = Edit::default();
+    let mut pos = 0;
+    while pos < edit.len() {
+        let Some(tag) = varint32(edit, &mut pos) else {
+            return Err("invalid tag");
+        };
+        let p = &mut pos;
+        match tag {
+            1 => e.comparator = Some(slice(edit, p).ok_or("comparator name")?.to_vec()),
+            2 => {
+                varint64(edit, p).ok_or("log number")?;
+                e.log_number = true;
+            }
+            9 => {
+                varint64(edit, p).ok_or("previous log number")?;
+            }
+            3 => {
+                varint64(edit, p).ok_or("next file number")?;
+                e.next_file = true;
+            }
+            4 => {
+                varint64(edit, p).ok_or("last sequence number")?;
+                e.last_sequence = true;
+            }
+            5 => {
+                level(edit, p)
+                    .and_then(|_| internal_key(edit, p))
+                    .ok_or("compaction pointer")?;
+            }
+            6 => {
+                let deleted = level(edit, p).zip(varint64(edit, p));
+                e.deleted.push(deleted.ok_or("deleted file")?);
+            }
+            7 => {
+                let added = (|| {
+                    Some(NewFile {
+                        level: level(edit, p)?,
+                        number: varint64(edit, p)?,
+                        size: varint64(edit, p)?,
+                        smallest: internal_key(edit, p)?,
+                        largest: internal_key(edit, p)?,
+                    })
+                })();
+                e.added.push(added.ok_or("new-file entry")?);
+            }
+            _ => return Err("unknown tag"),
+        }
+    }
+    Ok(e)
+}
+
+/// The tables of a level in LevelDB's order: by smallest internal key (user key ascending,
+/// then sequence number descending), then number.
+fn internal_order(a: &NewFile, b: &NewFile) -> std::cmp::Ordering {
+    fn split(k: &[u8]) -> (&[u8], std::cmp::Reverse<u64>) {
+        let user = k.len().saturating_sub(8);
+        let tag = k
+            .get(user..)
+            .filter(|t| t.len() == 8)
+            .map_or(0, |t| u64::from_le_bytes(t.try_into().expect("8 bytes")));
+        (&k[..user], std::cmp::Reverse(tag))
+    }
+    split(&a.smallest)
+        .cmp(&split(&b.smallest))
+        .then(a.number.cmp(&b.number))
+}
+
+/// The table file of `number` in `dir`: `NNNNNN.ldb`, or the older `NNNNNN.sst` where only
+/// that exists (as LevelDB's table cache looks).
 fn table_path(dir: &Path, number: u64) -> PathBuf {
     let ldb = dir.join(format!("{number:06}.ldb"));
     let sst = dir.join(format!("{number:06}.sst"));
-    if !ldb.exists() && sst.exists() {
+    if ldb.symlink_metadata().is_err() && sst.symlink_metadata().is_ok() {
         sst
     } else {
         ldb
@@ -150,48 +268,130 @@ fn table_path(dir: &Path, number: u64) -> PathBuf {
 
 /// Whether `dir` is a database directory (it has `CURRENT`).
 pub fn is_database(dir: &Path) -> bool {
-    dir.join("CURRENT").is_file()
+    dir.join("CURRENT").symlink_metadata().is_ok()
 }
 
-/// The current version of the database in `dir`.
+/// Reads one of the database's own files: missing or not a regular file is damage.
+fn read(path: &Path) -> Result<Vec<u8>, Error> {
+    files::read_regular(path).map_err(|e| Error {
+        message: format!("{}: {e}", path.display()),
+        damaged: !matches!(e, ReadError::Io(_)),
+    })
+}
+
+/// The tables of the current version a MANIFEST's bytes describe, by level and in
+/// LevelDB's order within a level, as `VersionSet::Recover` applies its edits.
+pub fn live_tables(data: &[u8]) -> Result<Vec<NewFile>, Error> {
+    let records =
+        log_records(data).map_err(|(at, what)| damaged(format!("at offset {at}: {what}")))?;
+    let (mut log_number, mut next_file, mut last_sequence) = (false, false, false);
+    let mut added: BTreeMap<u32, Vec<NewFile>> = BTreeMap::new();
+    let mut deleted: BTreeSet<(u32, u64)> = BTreeSet::new();
+    for (i, record) in records.iter().enumerate() {
+        let edit =
+            decode(record).map_err(|field| damaged(format!("version edit {i}: bad {field}")))?;
+        if let Some(name) = edit.comparator.filter(|name| name != BYTEWISE) {
+            return Err(Error {
+                message: format!(
+                    "the database orders its keys with the comparator {:?}; this tool reads \
+                     only {} databases",
+                    String::from_utf8_lossy(&name),
+                    String::from_utf8_lossy(BYTEWISE)
+                ),
+                damaged: false,
+            });
+        }
+        log_number |= edit.log_number;
+        next_file |= edit.next_file;
+        last_sequence |= edit.last_sequence;
+        // LevelDB's VersionSet::Builder: a deletion is remembered per level, an addition
+        // forgets it; a table added twice keeps its first description.
+        deleted.extend(edit.deleted);
+        for file in edit.added {
+            deleted.remove(&(file.level, file.number));
+            let level = added.entry(file.level).or_default();
+            let duplicate = level
+                .iter()
+                .any(|f| f.number == file.number && f.smallest == file.smallest);
+            if !duplicate {
+                level.push(file);
+            }
+        }
+    }
+    for (missing, what) in [
+        (!next_file, "no next-file-number entry"),
+        (!log_number, "no log-number entry"),
+        (!last_sequence, "no last-sequence-number entry"),
+    ] {
+        if missing {
+            return Err(damaged(format!(
+                "{what} (LevelDB refuses to open the database)"
+            )));
+        }
+    }
+    let mut live = Vec::new();
+    for (level, mut files) in added {
+        files.sort_by(internal_order);
+        live.extend(
+            files
+                .into_iter()
+                .filter(|f| !deleted.contains(&(level, f.number))),
+        );
+    }
+    Ok(live)
+}
+
+/// The current version of the database in `dir`, as LevelDB's recovery finds it.
 pub fn current_version(dir: &Path) -> Result<Version, Error> {
-    // A file of the database that is missing is damage; any other failure to read, I/O.
-    let io = |p: &Path, e: std::io::Error| Error {
-        message: format!("{}: {e}", p.display()),
-        damaged: e.kind() == std::io::ErrorKind::NotFound && p != dir,
-    };
     let current_path = dir.join("CURRENT");
-    let current = fs::read_to_string(&current_path).map_err(|e| io(&current_path, e))?;
-    let name = current.strip_suffix('\n').unwrap_or(&current);
-    if !name.starts_with("MANIFEST-") || name.contains('/') {
+    let current = read(&current_path)?;
+    let Some(name) = current.strip_suffix(b"\n") else {
         return Err(damaged(format!(
-            "{}: does not name a MANIFEST ({name:?})",
+            "{}: does not end with a newline (LevelDB refuses to open the database)",
             current_path.display()
         )));
+    };
+    if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
+        return Err(damaged(format!(
+            "{}: does not name a MANIFEST in the directory ({:?})",
+            current_path.display(),
+            String::from_utf8_lossy(name)
+        )));
     }
-    let manifest = dir.join(name);
-    let data = fs::read(&manifest).map_err(|e| io(&manifest, e))?;
-    let mut files = BTreeMap::new();
-    for (i, edit) in records(&data, &manifest)?.iter().enumerate() {
-        apply(edit, &mut files).ok_or_else(|| {
+    let manifest = dir.join(std::ffi::OsStr::new(std::str::from_utf8(name).map_err(
+        |_| {
             damaged(format!(
-                "{}: version edit {i} is malformed",
-                manifest.display()
+                "{}: the MANIFEST's name is not UTF-8",
+                current_path.display()
             ))
-        })?;
-    }
-    let live: Vec<LiveTable> = files
+        },
+    )?));
+    let data = read(&manifest).map_err(|e| Error {
+        message: format!("{} (named by CURRENT)", e.message),
+        ..e
+    })?;
+    let tables = live_tables(&data).map_err(|e| Error {
+        message: format!("{}: {}", manifest.display(), e.message),
+        ..e
+    })?;
+    let live: Vec<LiveTable> = tables
         .into_iter()
-        .map(|((level, number), size)| LiveTable {
-            level,
-            number,
-            size,
-            path: table_path(dir, number),
+        .map(|f| LiveTable {
+            level: f.level,
+            number: f.number,
+            size: f.size,
+            path: table_path(dir, f.number),
+            smallest: f.smallest,
+            largest: f.largest,
         })
         .collect();
     let mut not_live = Vec::new();
-    for entry in fs::read_dir(dir).map_err(|e| io(dir, e))? {
-        let path = entry.map_err(|e| io(dir, e))?.path();
+    let io = |e: std::io::Error| Error {
+        message: format!("{}: {e}", dir.display()),
+        damaged: false,
+    };
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
         let is_table = matches!(
             path.extension().and_then(|e| e.to_str()),
             Some("ldb" | "sst")
@@ -206,4 +406,71 @@ pub fn current_version(dir: &Path) -> Result<Version, Error> {
         live,
         not_live,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log record as LevelDB's writer frames it.
+    fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&[kind]), payload);
+        let mut out = crate::table::mask_crc(crc).to_le_bytes().to_vec();
+        out.extend_from_slice(&(payload.len() as u16).to_le_bytes());
+        out.push(kind);
+        out.extend_from_slice(payload);
+        out
+    }
+
+    #[test]
+    fn a_torn_end_is_the_end_and_damage_elsewhere_is_damage() {
+        let mut log = frame(FULL, b"one");
+        log.extend(frame(FULL, b"two"));
+        assert_eq!(
+            log_records(&log).unwrap(),
+            [b"one".to_vec(), b"two".to_vec()]
+        );
+        // A header or a record cut off by the end of the file: the writer died there.
+        for cut in 1..frame(FULL, b"two").len() {
+            let torn = &log[..log.len() - cut];
+            assert_eq!(log_records(torn).unwrap(), [b"one".to_vec()], "cut {cut}");
+        }
+        // A fragmented record left open at the end is dropped.
+        let mut open = frame(FULL, b"one");
+        open.extend(frame(FIRST, b"tw"));
+        assert_eq!(log_records(&open).unwrap(), [b"one".to_vec()]);
+        // A flipped payload byte, an unknown type, a middle without a first.
+        let mut flipped = log.clone();
+        flipped[8] ^= 1;
+        assert!(log_records(&flipped).is_err());
+        assert!(log_records(&frame(9, b"x")).is_err());
+        assert!(log_records(&frame(MIDDLE, b"x")).is_err());
+        // A record that runs past a full block is corruption, not the end.
+        let mut full = frame(FULL, &vec![7u8; BLOCK_SIZE - HEADER_LEN - 10]);
+        full.extend_from_slice(&[0xff; 10]);
+        full.extend(frame(FULL, b"next block"));
+        assert!(log_records(&full).is_err());
+    }
+
+    #[test]
+    fn edits_decode_as_leveldb_decodes_them() {
+        let mut edit = vec![1, 3, b'c', b'm', b'p', 2, 5, 3, 9, 4, 100];
+        edit.extend([7, 1, 12, 200, 1, 9]);
+        edit.extend(b"aaaaaaaaa");
+        edit.extend([9]);
+        edit.extend(b"zzzzzzzzz");
+        let e = decode(&edit).unwrap();
+        assert_eq!(e.comparator.as_deref(), Some(&b"cmp"[..]));
+        assert!(e.log_number && e.next_file && e.last_sequence);
+        assert_eq!(
+            (e.added[0].level, e.added[0].number, e.added[0].size),
+            (1, 12, 200)
+        );
+        // Level 7 does not exist; an empty key is refused; an unknown tag; a cut field.
+        assert_eq!(decode(&[6, 7, 1]).unwrap_err(), "deleted file");
+        assert_eq!(decode(&[5, 1, 0]).unwrap_err(), "compaction pointer");
+        assert_eq!(decode(&[8, 1]).unwrap_err(), "unknown tag");
+        assert_eq!(decode(&[3]).unwrap_err(), "next file number");
+        assert_eq!(decode(&[0x80]).unwrap_err(), "invalid tag");
+    }
 }

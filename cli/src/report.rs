@@ -11,7 +11,10 @@ use crate::table::{self, RawBlock, Table};
 
 /// The filter policy whose filters this tool reads (LevelDB's Bloom filters, and the
 /// compact filters that keep its name).
-pub const BUILTIN_POLICY: &str = "leveldb.BuiltinBloomFilter2";
+pub const BUILTIN_POLICY: &str = leveldb_bloom::NAME;
+
+/// The most bytes of user keys a table's false-positive measurement keeps (a sample beyond).
+const SAMPLE_KEY_BYTES: usize = 16 << 20;
 
 /// How keys are stored: database tables hold internal keys (the user key and an 8-byte
 /// tag), tables written with `TableBuilder` directly hold user keys.
@@ -19,6 +22,14 @@ pub const BUILTIN_POLICY: &str = "leveldb.BuiltinBloomFilter2";
 pub enum Keys {
     Internal,
     User,
+}
+
+/// One filter of a table: how many keys its window holds, and its bytes' length and last
+/// byte (`None` where the filter block has no filter there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FilterShape {
+    pub keys: u64,
+    pub filter: Option<(usize, Option<u8>)>,
 }
 
 /// The findings for one table.
@@ -54,8 +65,26 @@ pub struct TableReport {
     /// The rate compact filters of the same size would give
     /// (`compact::false_positive_rate_at`).
     pub compact_fp_same_size: Option<f64>,
+    /// Damage: what LevelDB would read wrongly or not at all.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<Problem>,
+    /// What LevelDB reads anyway, but is not as LevelDB writes it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Problem>,
+    /// The table's first and last keys (as stored), `None` for a table without entries.
+    #[serde(skip)]
+    pub first_key: Option<Vec<u8>>,
+    #[serde(skip)]
+    pub last_key: Option<Vec<u8>>,
+    /// Each filter's shape, in order (empty when the filters were not read).
+    #[serde(skip)]
+    pub filter_shapes: Vec<FilterShape>,
+    /// Whether the filters were read: a filter block under LevelDB's policy name.
+    #[serde(skip)]
+    pub filters_read: bool,
+    /// The blocks whose checksums were checked.
+    #[serde(skip)]
+    pub blocks_checked: u64,
 }
 
 /// Something `verify` reports.
@@ -78,10 +107,16 @@ impl TableReport {
             _ => false,
         }
     }
+
+    /// Whether its keys were checked against filters that LevelDB's policy reads: a filter
+    /// block under LevelDB's policy name that could be read.
+    pub fn filters_checked(&self) -> bool {
+        self.filters_read
+    }
 }
 
-/// Reads the table in `file` and reports on it. `Err` when its structure (footer, index,
-/// metaindex, filter block) cannot be read; damage inside data blocks is a [`Problem`].
+/// Reads the table in `file` and reports on it. `Err` when its structure (footer, index)
+/// cannot be read; damage inside data blocks is a [`Problem`].
 pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, table::Error> {
     let table = Table::open(file)?;
     let mut report = TableReport {
@@ -90,7 +125,15 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
         filter_policy: table.filter_policy.clone(),
         ..TableReport::default()
     };
+    if let Some(e) = &table.filter_unread {
+        report.warnings.push(Problem {
+            offset: e.offset,
+            what: format!("{} (LevelDB reads the table without its filter)", e.what),
+            count: 1,
+        });
+    }
     for handle in table.all_blocks() {
+        report.blocks_checked += 1;
         match RawBlock::locate(file, handle) {
             Ok(block) if !block.checksum_ok() => report.problems.push(Problem {
                 offset: handle.offset,
@@ -105,11 +148,13 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
     // Reads both formats (Bloom filters exactly as LevelDB does).
     let policy = CompactPolicy::new(10.0).expect("10 bits per key is valid");
     let filters = table.filter_block(&policy).filter(|_| ours);
+    report.filters_read = filters.is_some();
     // Keys per filter (LevelDB adds each entry's user key to the filter of its block's
-    // offset), the user keys, and the keys the filters do not find.
+    // offset), a sample of the user keys, and the keys the filters do not find.
     let mut keys_in_filter: Vec<u64> = vec![0; filters.map_or(0, |f| f.num_filters())];
-    let mut user_keys: HashSet<Vec<u8>> = HashSet::new();
-    for entry in &table.index {
+    let mut sample = KeySample::default();
+    let last_block = table.index.len().saturating_sub(1);
+    for (i, entry) in table.index.iter().enumerate() {
         let block = match RawBlock::locate(file, entry.handle).and_then(|b| b.contents()) {
             Ok(contents) => contents,
             Err(e) => {
@@ -118,8 +163,14 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
             }
         };
         let mut missed = 0u64;
-        let walked = table::for_each_entry(&block, entry.handle.offset, |key, _| {
+        let walked = table::for_each_entry(&block, entry.handle.offset, usize::MAX, |key, _| {
             report.entries += 1;
+            if report.first_key.is_none() {
+                report.first_key = Some(key.to_vec());
+            }
+            if i == last_block {
+                report.last_key = Some(key.to_vec());
+            }
             let user_key = match keys {
                 Keys::Internal => {
                     report.deletions += u64::from(key.len() >= 8 && key[key.len() - 8] == 0);
@@ -137,9 +188,7 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
                 }
                 missed += u64::from(!f.key_may_match(entry.handle.offset, user_key));
             }
-            if !user_keys.contains(user_key) {
-                user_keys.insert(user_key.to_vec());
-            }
+            sample.add(user_key);
         });
         if let Err(e) = walked {
             report.problems.push(problem(e));
@@ -159,7 +208,12 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
     report.filters = f.num_filters() as u64;
     let (mut filtered_keys, mut expected_sum) = (0u64, 0.0);
     for (i, &n) in keys_in_filter.iter().enumerate() {
-        let Some(filter) = f.filter(i as u64) else {
+        let filter = f.filter(i as u64);
+        report.filter_shapes.push(FilterShape {
+            keys: n,
+            filter: filter.map(|b| (b.len(), b.last().copied())),
+        });
+        let Some(filter) = filter else {
             report.other_filters += 1;
             continue;
         };
@@ -177,14 +231,30 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
         filtered_keys += n;
         expected_sum += n as f64 * expected.unwrap_or(1.0);
     }
-    if filtered_keys > 0 {
+    if filtered_keys > 0 && report.filter_bytes > 0 {
         let bits_per_key = report.filter_bytes as f64 * 8.0 / filtered_keys as f64;
         report.bits_per_key = Some(bits_per_key);
         report.expected_fp = Some(expected_sum / filtered_keys as f64);
         report.compact_fp_same_size = Some(compact::false_positive_rate_at(bits_per_key));
     }
-    measure_false_positives(&table, f, &user_keys, keys, &mut report);
+    measure_false_positives(&table, f, &sample.keys, keys, &mut report);
     Ok(report)
+}
+
+/// The distinct user keys of a table, up to [`SAMPLE_KEY_BYTES`] of them.
+#[derive(Default)]
+struct KeySample {
+    keys: HashSet<Vec<u8>>,
+    bytes: usize,
+}
+
+impl KeySample {
+    fn add(&mut self, key: &[u8]) {
+        if self.bytes + key.len() <= SAMPLE_KEY_BYTES && !self.keys.contains(key) {
+            self.bytes += key.len();
+            self.keys.insert(key.to_vec());
+        }
+    }
 }
 
 fn problem(e: table::Error) -> Problem {
@@ -230,14 +300,15 @@ fn measure_false_positives<P: FilterPolicy>(
     }
 }
 
-/// The totals over `tables`.
+/// The totals over `tables`. The policy line names each policy with how many tables have
+/// it ("none" for tables without a filter block).
 pub fn total(tables: &[TableReport]) -> TableReport {
     let mut t = TableReport {
         file: "total".into(),
         ..TableReport::default()
     };
     let (mut keys, mut expected) = (0.0, 0.0);
-    let mut policies: Vec<&str> = Vec::new();
+    let mut policies: Vec<(&str, usize)> = Vec::new();
     for r in tables {
         t.entries += r.entries;
         t.deletions += r.deletions;
@@ -255,13 +326,23 @@ pub fn total(tables: &[TableReport]) -> TableReport {
             keys += n;
             expected += n * fp;
         }
-        if let Some(p) = r.filter_policy.as_deref() {
-            if !policies.contains(&p) {
-                policies.push(p);
-            }
+        let policy = r.filter_policy.as_deref().unwrap_or("none");
+        match policies.iter_mut().find(|(p, _)| *p == policy) {
+            Some((_, n)) => *n += 1,
+            None => policies.push((policy, 1)),
         }
     }
-    t.filter_policy = (!policies.is_empty()).then(|| policies.join(", "));
+    t.filter_policy = match policies.as_slice() {
+        [] => None,
+        [(policy, _)] => Some(policy.to_string()),
+        several => Some(
+            several
+                .iter()
+                .map(|(p, n)| format!("{p} ({n})"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+    };
     if keys > 0.0 {
         let bits_per_key = t.filter_bytes as f64 * 8.0 / keys;
         t.bits_per_key = Some(bits_per_key);

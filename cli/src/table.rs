@@ -163,11 +163,24 @@ impl<'a> RawBlock<'a> {
     }
 }
 
+/// How many bytes of keys a block's entries may rebuild, for each byte of the block. LevelDB
+/// stores a whole key at least every `block_restart_interval` entries (16 by default), so its
+/// blocks rebuild less than 16 times their size; a block that asks for more would make the
+/// work and memory spent on a small file grow without bound.
+pub const MAX_KEY_BYTES_PER_BLOCK_BYTE: usize = 64;
+
 /// Calls `f(key, value)` for each entry of a block's (uncompressed) `contents`, keys
-/// rebuilt from their shared prefixes. `at` is the block's offset, for errors.
+/// rebuilt from their shared prefixes, as LevelDB's block iterator reads them. `at` is the
+/// block's offset, for errors.
+///
+/// Beyond what iterating needs, the restart points must be where LevelDB's lookups can use
+/// them (increasing, each at an entry that shares nothing with the key before), and the keys
+/// must rebuild to at most [`MAX_KEY_BYTES_PER_BLOCK_BYTE`] times the block's size, or
+/// `key_bytes_limit` if smaller.
 pub fn for_each_entry(
     contents: &[u8],
     at: u64,
+    key_bytes_limit: usize,
     mut f: impl FnMut(&[u8], &[u8]),
 ) -> Result<(), Error> {
     let bad = |what: &str| Error::at(at, format!("block: {what}"));
@@ -179,6 +192,10 @@ pub fn for_each_entry(
         .checked_mul(4)
         .and_then(|bytes| restarts_at.checked_sub(bytes))
         .ok_or_else(|| bad(&format!("{restarts} restarts do not fit")))?;
+    let restart = |i: usize| {
+        let word = &contents[entries_end + 4 * i..entries_end + 4 * i + 4];
+        u32::from_le_bytes(word.try_into().expect("4 bytes")) as usize
+    };
     // LevelDB reads a block without restart points as empty, and starts reading at the
     // first restart point: anything else hides entries from it.
     if entries_end > 0 {
@@ -187,18 +204,20 @@ pub fn for_each_entry(
                 "entries but no restart points (LevelDB reads it as empty)",
             ));
         }
-        let first = u32::from_le_bytes(
-            contents[entries_end..entries_end + 4]
-                .try_into()
-                .expect("4"),
-        );
-        if first != 0 {
-            return Err(bad(&format!("first restart point at {first}, not 0")));
+        if restart(0) != 0 {
+            return Err(bad(&format!(
+                "first restart point at {}, not 0",
+                restart(0)
+            )));
         }
     }
+    let key_bytes_limit =
+        key_bytes_limit.min(contents.len().saturating_mul(MAX_KEY_BYTES_PER_BLOCK_BYTE));
+    let (mut key_bytes, mut next_restart) = (0usize, 0usize);
     let mut key = Vec::new();
     let mut pos = 0;
     while pos < entries_end {
+        let entry_start = pos;
         let region = &contents[..entries_end];
         let (Some(shared), Some(unshared), Some(value_len)) = (
             varint32(region, &mut pos),
@@ -209,9 +228,18 @@ pub fn for_each_entry(
         };
         let (shared, unshared, value_len) =
             (shared as usize, unshared as usize, value_len as usize);
+        if next_restart < restarts as usize && restart(next_restart) <= entry_start {
+            if restart(next_restart) != entry_start || shared != 0 {
+                return Err(bad(&format!(
+                    "restart point {next_restart} at block byte {} is not an entry that                      starts a key (LevelDB's lookups would read garbage)",
+                    restart(next_restart)
+                )));
+            }
+            next_restart += 1;
+        }
         if shared > key.len() {
             return Err(bad(&format!(
-                "entry at block byte {pos} shares {shared} bytes of a {}-byte key",
+                "entry at block byte {entry_start} shares {shared} bytes of a {}-byte key",
                 key.len()
             )));
         }
@@ -220,13 +248,27 @@ pub fn for_each_entry(
             .filter(|r| unshared.saturating_add(value_len) <= r.len())
         else {
             return Err(bad(&format!(
-                "entry at block byte {pos} runs past the block"
+                "entry at block byte {entry_start} runs past the block"
             )));
         };
+        key_bytes = key_bytes.saturating_add(shared + unshared);
+        if key_bytes > key_bytes_limit {
+            return Err(bad(&format!(
+                "its keys rebuild to more than {key_bytes_limit} bytes from {} (LevelDB's \
+                 blocks stay under {MAX_KEY_BYTES_PER_BLOCK_BYTE} times their size): not read",
+                contents.len()
+            )));
+        }
         key.truncate(shared);
         key.extend_from_slice(&rest[..unshared]);
         f(&key, &rest[unshared..unshared + value_len]);
         pos += unshared + value_len;
+    }
+    if entries_end > 0 && next_restart < restarts as usize {
+        return Err(bad(&format!(
+            "restart point {next_restart} at block byte {} is past the last entry",
+            restart(next_restart)
+        )));
     }
     Ok(())
 }
@@ -250,6 +292,9 @@ pub struct Table<'a> {
     pub filter_policy: Option<String>,
     pub filter_handle: Option<BlockHandle>,
     filter_contents: Option<Cow<'a, [u8]>>,
+    /// Why the metaindex or the filter block could not be read, if so: LevelDB then reads
+    /// the table without a filter.
+    pub filter_unread: Option<Error>,
 }
 
 impl<'a> Table<'a> {
@@ -291,50 +336,79 @@ impl<'a> Table<'a> {
             filter_policy: None,
             filter_handle: None,
             filter_contents: None,
+            filter_unread: None,
         };
-        let meta = RawBlock::locate(file, metaindex)?.contents()?;
-        let mut bad_handle = None;
-        for_each_entry(&meta, metaindex.offset, |key, value| {
-            if table.filter_policy.is_none() {
-                if let Some(name) = key.strip_prefix(FILTER_KEY_PREFIX) {
-                    let mut p = 0;
-                    match BlockHandle::decode(value, &mut p) {
-                        Some(h) => {
-                            table.filter_policy = Some(String::from_utf8_lossy(name).into_owned());
-                            table.filter_handle = Some(h);
-                        }
-                        None => bad_handle = Some("bad filter block handle in the metaindex"),
-                    }
-                }
-            }
-        })?;
-        if let Some(what) = bad_handle {
-            return Err(Error::at(metaindex.offset, what));
-        }
-        if let Some(handle) = table.filter_handle {
-            table.filter_contents = Some(RawBlock::locate(file, handle)?.contents()?);
+        // LevelDB reads a table whose metaindex or filter block it cannot read without its
+        // filter (`Table::ReadMeta`, `Table::ReadFilter`): not damage, but said.
+        if let Err(e) = table.read_filter() {
+            table.filter_policy = None;
+            table.filter_handle = None;
+            table.filter_contents = None;
+            table.filter_unread = Some(e);
         }
         let index = RawBlock::locate(file, index_handle)?.contents()?;
-        let mut entries = Vec::new();
-        let mut bad_entry = false;
-        for_each_entry(&index, index_handle.offset, |key, value| {
+        let mut entries: Vec<IndexEntry> = Vec::new();
+        let mut bad_entry = None;
+        // LevelDB writes index blocks with a restart point at every entry, so their keys
+        // rebuild to no more than the block's size.
+        for_each_entry(&index, index_handle.offset, index.len(), |key, value| {
             let mut p = 0;
-            match BlockHandle::decode(value, &mut p) {
-                Some(handle) => entries.push(IndexEntry {
-                    separator: key.to_vec(),
-                    handle,
-                }),
-                None => bad_entry = true,
+            let Some(handle) = BlockHandle::decode(value, &mut p) else {
+                bad_entry.get_or_insert("bad block handle in the index");
+                return;
+            };
+            // LevelDB writes the data blocks one after another, each once.
+            if entries.last().is_some_and(|last| {
+                handle.offset < last.handle.offset + last.handle.size + TRAILER_LEN as u64
+            }) {
+                bad_entry.get_or_insert("index entries out of order or overlapping");
             }
+            entries.push(IndexEntry {
+                separator: key.to_vec(),
+                handle,
+            });
         })?;
-        if bad_entry {
-            return Err(Error::at(
-                index_handle.offset,
-                "bad block handle in the index",
-            ));
+        if let Some(what) = bad_entry {
+            return Err(Error::at(index_handle.offset, what));
         }
         table.index = entries;
         Ok(table)
+    }
+
+    /// Finds the filter block in the metaindex and reads it: LevelDB's own policy name
+    /// first, else another policy's (which LevelDB does not read).
+    fn read_filter(&mut self) -> Result<(), Error> {
+        let meta = RawBlock::locate(self.file, self.metaindex)?.contents()?;
+        let (mut ours, mut other) = (None, None);
+        let mut bad_handle = false;
+        let limit = meta.len().saturating_mul(MAX_KEY_BYTES_PER_BLOCK_BYTE);
+        for_each_entry(&meta, self.metaindex.offset, limit, |key, value| {
+            if let Some(name) = key.strip_prefix(FILTER_KEY_PREFIX) {
+                let mut p = 0;
+                match BlockHandle::decode(value, &mut p) {
+                    Some(h) if name == leveldb_bloom::NAME.as_bytes() => {
+                        ours = Some((name.to_vec(), h))
+                    }
+                    Some(h) => {
+                        other.get_or_insert((name.to_vec(), h));
+                    }
+                    None => bad_handle = true,
+                }
+            }
+        })?;
+        if bad_handle {
+            return Err(Error::at(
+                self.metaindex.offset,
+                "bad filter block handle in the metaindex",
+            ));
+        }
+        let Some((name, handle)) = ours.or(other) else {
+            return Ok(());
+        };
+        self.filter_policy = Some(String::from_utf8_lossy(&name).into_owned());
+        self.filter_handle = Some(handle);
+        self.filter_contents = Some(RawBlock::locate(self.file, handle)?.contents()?);
+        Ok(())
     }
 
     /// The filter block, as LevelDB reads it with `policy`.
@@ -346,10 +420,14 @@ impl<'a> Table<'a> {
         Some(FilterBlockReader::new(policy, contents))
     }
 
-    /// Every block the table has, each once: data blocks, metaindex, index, filter.
+    /// Every block LevelDB reads of the table, each once: data blocks, index, and the
+    /// metaindex and filter block where it reads them.
     pub fn all_blocks(&self) -> Vec<BlockHandle> {
         let mut blocks: Vec<BlockHandle> = self.index.iter().map(|e| e.handle).collect();
-        blocks.extend([self.metaindex, self.index_handle]);
+        blocks.push(self.index_handle);
+        if self.filter_unread.is_none() {
+            blocks.push(self.metaindex);
+        }
         blocks.extend(self.filter_handle);
         blocks
     }
@@ -396,6 +474,162 @@ mod tests {
         assert_eq!(varint64(&[0x80], &mut 0), None);
         assert_eq!(varint32(&[0xff, 0xff, 0xff, 0xff, 0x7f], &mut 0), None);
         assert_eq!(varint64(&[0xff; 11], &mut 0), None);
+    }
+
+    fn varint(mut v: u64, out: &mut Vec<u8>) {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    /// A block of `entries` (shared, key bytes, value) with restart points at `restarts`.
+    fn block(entries: &[(usize, &[u8], &[u8])], restarts: &[u32]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for &(shared, unshared, value) in entries {
+            varint(shared as u64, &mut b);
+            varint(unshared.len() as u64, &mut b);
+            varint(value.len() as u64, &mut b);
+            b.extend_from_slice(unshared);
+            b.extend_from_slice(value);
+        }
+        for r in restarts {
+            b.extend_from_slice(&r.to_le_bytes());
+        }
+        b.extend_from_slice(&(restarts.len() as u32).to_le_bytes());
+        b
+    }
+
+    /// Each entry sharing the whole key before it and adding a byte: a few bytes an entry
+    /// that would rebuild keys of quadratic total length. Refused at the limit, quickly.
+    #[test]
+    fn keys_that_rebuild_without_bound_are_refused() {
+        let mut entries = vec![(0, &b"a"[..], &b""[..])];
+        for i in 1..20_000 {
+            entries.push((i, b"b", b""));
+        }
+        let b = block(&entries, &[0]);
+        let start = std::time::Instant::now();
+        let mut seen = 0;
+        let err = for_each_entry(&b, 0, usize::MAX, |_, _| seen += 1).unwrap_err();
+        assert!(err.what.contains("rebuild to more than"), "{err}");
+        assert!(seen < 20_000, "stopped at the limit");
+        assert!(start.elapsed().as_secs() < 5);
+        // A block as LevelDB writes it (a whole key every 16 entries) reads whole.
+        let mut entries = Vec::new();
+        let mut restarts = Vec::new();
+        let mut offset = 0;
+        for i in 0..1000usize {
+            let shared = if i % 16 == 0 { 0 } else { 20 };
+            if shared == 0 {
+                restarts.push(offset);
+            }
+            let key: &[u8] = if shared == 0 {
+                b"prefix-of-twenty-byt-key"
+            } else {
+                b"xyzw"
+            };
+            let mut one = Vec::new();
+            varint(shared as u64, &mut one);
+            varint(key.len() as u64, &mut one);
+            varint(1, &mut one);
+            offset += (one.len() + key.len() + 1) as u32;
+            entries.push((shared, key, &b"v"[..]));
+        }
+        let b = block(&entries, &restarts);
+        let mut seen = 0;
+        for_each_entry(&b, 0, usize::MAX, |_, _| seen += 1).unwrap();
+        assert_eq!(seen, 1000);
+    }
+
+    #[test]
+    fn restart_points_must_start_whole_keys() {
+        let entries = [(0, &b"key1"[..], &b"v"[..]), (3, b"2", b"v")];
+        // The second entry starts at byte 8 and shares 3 bytes: no restart point.
+        assert!(for_each_entry(&block(&entries, &[0]), 0, usize::MAX, |_, _| {}).is_ok());
+        for restarts in [&[0, 8][..], &[0, 5], &[0, 100], &[4], &[0, 0]] {
+            let err = for_each_entry(&block(&entries, restarts), 0, usize::MAX, |_, _| {});
+            assert!(err.is_err(), "{restarts:?}");
+        }
+        // An empty block (LevelDB's: one restart point at 0) reads as empty.
+        assert!(for_each_entry(&block(&[], &[0]), 0, usize::MAX, |_, _| {}).is_ok());
+    }
+
+    /// A table of the given data blocks, whose index has one entry per `index` handle (the
+    /// blocks' offsets by number), an empty metaindex, checksums right.
+    fn table_of(blocks: &[Vec<u8>], index: &[usize]) -> Vec<u8> {
+        let mut file = Vec::new();
+        let mut handles = Vec::new();
+        let put = |file: &mut Vec<u8>, b: &[u8]| {
+            let handle = BlockHandle {
+                offset: file.len() as u64,
+                size: b.len() as u64,
+            };
+            file.extend_from_slice(b);
+            file.push(0);
+            let crc = crc32c::crc32c_append(crc32c::crc32c(b), &[0]);
+            file.extend_from_slice(&mask_crc(crc).to_le_bytes());
+            handle
+        };
+        for b in blocks {
+            handles.push(put(&mut file, b));
+        }
+        let meta = put(&mut file, &block(&[], &[0]));
+        let values: Vec<Vec<u8>> = index
+            .iter()
+            .map(|&i| {
+                let mut v = Vec::new();
+                varint(handles[i].offset, &mut v);
+                varint(handles[i].size, &mut v);
+                v
+            })
+            .collect();
+        let keys: Vec<Vec<u8>> = (0..index.len())
+            .map(|i| format!("k{i:08}").into_bytes())
+            .collect();
+        let entries: Vec<(usize, &[u8], &[u8])> = keys
+            .iter()
+            .zip(&values)
+            .map(|(k, v)| (0, &k[..], &v[..]))
+            .collect();
+        let mut restarts = Vec::new();
+        let mut at = 0u32;
+        for (k, v) in keys.iter().zip(&values) {
+            restarts.push(at);
+            at += (3 + k.len() + v.len()) as u32;
+        }
+        let index_handle = put(&mut file, &block(&entries, &restarts));
+        let mut footer = Vec::new();
+        varint(meta.offset, &mut footer);
+        varint(meta.size, &mut footer);
+        varint(index_handle.offset, &mut footer);
+        varint(index_handle.size, &mut footer);
+        footer.resize(40, 0);
+        footer.extend_from_slice(&MAGIC.to_le_bytes());
+        file.extend_from_slice(&footer);
+        file
+    }
+
+    /// An index whose entries repeat one block (or go backwards) would have a small file
+    /// checked once per entry: refused, as LevelDB never writes it.
+    #[test]
+    fn index_entries_out_of_order_or_overlapping_are_refused() {
+        let data = block(&[(0, &b"key"[..], &b"value"[..])], &[0]);
+        let blocks = vec![data.clone(), data];
+        assert!(Table::open(&table_of(&blocks, &[0, 1])).is_ok());
+        for index in [&[0, 0][..], &[1, 0], &[0, 1, 1]] {
+            let err = Table::open(&table_of(&blocks, index)).unwrap_err();
+            assert!(
+                err.what.contains("out of order or overlapping"),
+                "{index:?}: {err}"
+            );
+        }
+        // Many entries naming one block: refused at the second, whatever the count.
+        let many = vec![0; 50_000];
+        let start = std::time::Instant::now();
+        assert!(Table::open(&table_of(&blocks, &many)).is_err());
+        assert!(start.elapsed().as_secs() < 5);
     }
 
     #[test]

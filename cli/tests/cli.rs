@@ -2,106 +2,13 @@
 //! LevelDB's own iteration of each table, verify on intact and damaged tables, upgrade
 //! there and back with every key read by stock LevelDB.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-use leveldb_bloom_cli::leveldb::{Db, NewFilters};
+use std::path::Path;
+
+use common::*;
+use leveldb_bloom_cli::leveldb::NewFilters;
 use leveldb_bloom_cli::table::{self, RawBlock, Table};
-use serde_json::Value;
-
-/// What LevelDB's `Table` iterator counts in the table at `path` (-1: it cannot read it).
-fn leveldb_table_entries(path: &Path) -> i64 {
-    leveldb_oracle::table_entries(path).map_or(-1, |n| n as i64)
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leveldb-bloom"))
-        .args(args)
-        .output()
-        .expect("run leveldb-bloom")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn inspect_json(path: &Path) -> Value {
-    let out = run(&["inspect", "--json", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    serde_json::from_slice(&out.stdout).expect("inspect --json prints JSON")
-}
-
-/// Sequential numeric keys (LevelDB's hash is weakest on these) and some random-looking ones.
-fn key(i: u64) -> Vec<u8> {
-    if i % 3 == 0 {
-        format!("user{i:012}").into_bytes()
-    } else {
-        let h = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        format!("k{h:016x}").into_bytes()
-    }
-}
-
-/// Writes a database with stock LevelDB: `n` keys, every 7th overwritten and every 11th
-/// deleted after a first compaction (so tables hold older versions and deletion markers),
-/// then compacted again. Returns what every key should read.
-fn write_db(
-    dir: &Path,
-    filters: Option<NewFilters>,
-    snappy: bool,
-    n: u64,
-) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut expected = BTreeMap::new();
-    let db = Db::open(dir, filters, snappy, true).expect("create the database");
-    for i in 0..n {
-        let value = format!("value-{i}-{}", "x".repeat((i % 50) as usize)).into_bytes();
-        db.put(&key(i), &value).unwrap();
-        expected.insert(key(i), value);
-    }
-    db.compact_all();
-    for i in (0..n).step_by(7) {
-        let value = format!("new-{i}").into_bytes();
-        db.put(&key(i), &value).unwrap();
-        expected.insert(key(i), value);
-    }
-    for i in (0..n).step_by(11) {
-        db.delete(&key(i)).unwrap();
-        expected.remove(&key(i));
-    }
-    // Reopening writes the log's records into a level-0 table of their own (LevelDB's
-    // recovery), on top of the compacted rest.
-    drop(db);
-    drop(Db::open(dir, filters, snappy, false).expect("reopen"));
-    expected
-}
-
-/// Every key reads its value through stock LevelDB's Bloom policy (which answers compact
-/// filters "may match"), and deleted keys read nothing.
-fn assert_reads(dir: &Path, expected: &BTreeMap<Vec<u8>, Vec<u8>>, n: u64) {
-    let db =
-        Db::open(dir, Some(NewFilters::Bloom(10)), true, false).expect("stock LevelDB opens it");
-    for i in 0..n {
-        assert_eq!(
-            db.get(&key(i)).unwrap().as_ref(),
-            expected.get(&key(i)),
-            "key {i}"
-        );
-    }
-}
-
-fn live_tables(dir: &Path) -> Vec<PathBuf> {
-    leveldb_bloom_cli::manifest::current_version(dir)
-        .unwrap()
-        .live
-        .into_iter()
-        .map(|t| t.path)
-        .collect()
-}
 
 #[test]
 fn inspect_counts_what_leveldb_iterates_and_verify_passes() {
@@ -214,11 +121,7 @@ fn table_files_outside_the_current_version_are_listed_apart() {
 fn assert_damage_found(dir: &Path, label: &str, damage: impl FnOnce(&mut Vec<u8>)) {
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path().join("copy");
-    std::fs::create_dir(&copy).unwrap();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
-    }
+    copy_db(dir, &copy);
     let victim = live_tables(&copy).remove(0);
     let mut bytes = std::fs::read(&victim).unwrap();
     damage(&mut bytes);
@@ -298,24 +201,6 @@ fn upgrade_to_compact_and_back_leaves_every_key_readable() {
         let out = run(&["verify", d]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     }
-}
-
-#[test]
-fn upgrade_refuses_a_database_another_process_holds() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("db");
-    write_db(&dir, Some(NewFilters::Bloom(10)), true, 2000);
-    let before = inspect_json(&dir);
-    let held = Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).unwrap();
-    let out = run(&["upgrade", dir.to_str().unwrap(), "--format", "compact"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("lock"),
-        "{}",
-        text(&out)
-    );
-    drop(held);
-    assert_eq!(inspect_json(&dir)["total"], before["total"]);
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! - `LEVELDB_BLOOM_FORMAT`: `bloom` (the default: LevelDB's own filters, bit for bit) or
 //!   `compact` (leveldb-bloom's compact filters, under the same policy name);
 //! - `LEVELDB_BLOOM_BITS_PER_KEY`: replaces the bits per key the program asked for; a
-//!   whole number for `bloom`, fractional allowed for `compact`.
+//!   whole number from 0 to 1000 for `bloom` (more could only be a mistake: 1000 bits per
+//!   key is already a false-positive rate of 10^-200), a number from 0 to 32 for `compact`.
 //!
 //! Unset or empty means the default. A value that is not one of these gets one line on
 //! standard error and the default for that variable: never an abort, and never a filter
@@ -14,6 +15,9 @@ use std::sync::OnceLock;
 
 use leveldb_bloom::compact::MAX_BITS_PER_KEY;
 use leveldb_bloom::{BloomPolicy, CompactPolicy};
+
+/// The most bits per key `LEVELDB_BLOOM_BITS_PER_KEY` sets for Bloom filters.
+const MAX_BLOOM_BITS_PER_KEY: i32 = 1000;
 
 /// The values of `LEVELDB_BLOOM_FORMAT`: which policy the drop-in makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +54,7 @@ pub(crate) fn choice() -> Choice {
             std::env::var_os("LEVELDB_BLOOM_BITS_PER_KEY"),
         );
         for complaint in complaints {
-            eprintln!("leveldb-bloom: {complaint}");
+            crate::warn(&complaint);
         }
         choice
     })
@@ -76,7 +80,7 @@ pub(crate) fn parse(format: Option<OsString>, bits: Option<OsString>) -> (Choice
             let parsed = value.and_then(|v| bits_per_key(format, v));
             if parsed.is_none() {
                 let wanted = match format {
-                    Format::Bloom => format!("a whole number from 0 to {}", i32::MAX),
+                    Format::Bloom => format!("a whole number from 0 to {MAX_BLOOM_BITS_PER_KEY}"),
                     Format::Compact => format!("a number from 0 to {MAX_BITS_PER_KEY}"),
                 };
                 complaints.push(format!(
@@ -103,6 +107,7 @@ fn bits_per_key(format: Format, value: &str) -> Option<f64> {
     match format {
         Format::Bloom => {
             let bits: i32 = value.trim().parse().ok()?;
+            let bits = Some(bits).filter(|&b| b <= MAX_BLOOM_BITS_PER_KEY)?;
             BloomPolicy::new(bits).ok().map(|_| f64::from(bits))
         }
         Format::Compact => {
@@ -160,6 +165,8 @@ mod tests {
         for (format, bits) in [
             ("bloom", "10.5"),
             ("bloom", "-1"),
+            ("bloom", "1001"),
+            ("bloom", "2147483647"),
             ("compact", "33"),
             ("compact", "-0.5"),
             ("compact", "NaN"),

@@ -5,14 +5,17 @@
 //! C callers are served as well. The library also carries the whole leveldb-bloom C API.
 //!
 //! Setting `LEVELDB_BLOOM_STATS_FILE` makes the process write the global statistics to that
-//! file at exit, so that a program that knows nothing of leveldb-bloom can be shown to use it.
+//! file at exit, so that a program that knows nothing of leveldb-bloom can be shown to use it
+//! (not in set-user-ID or other secure-execution programs, and never through a symlink).
 //! `LEVELDB_BLOOM_FORMAT` and `LEVELDB_BLOOM_BITS_PER_KEY` choose the filters it builds
-//! (`format.rs`).
+//! (`format.rs`). Nothing the drop-in does can end the program it serves: a warning that
+//! standard error does not take is dropped, a failed statistics file is not written.
 
 mod format;
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{OsString, c_int, c_void};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -76,12 +79,16 @@ fn create_policy(bits_per_key: c_int) -> *mut ffi::leveldb_bloom_policy {
 fn warn_once_compact_refused(bits: f64) {
     static WARNED: Once = Once::new();
     WARNED.call_once(|| {
-        eprintln!(
-            "leveldb-bloom: compact filters take 0 to {} bits per key, not {bits}; building \
-             bloom filters",
+        warn(&format!(
+            "compact filters take 0 to {} bits per key, not {bits}; building bloom filters",
             leveldb_bloom::compact::MAX_BITS_PER_KEY
-        );
+        ));
     });
+}
+
+/// One line on standard error; dropped if standard error cannot take it.
+pub(crate) fn warn(line: &str) {
+    let _ = writeln!(std::io::stderr(), "leveldb-bloom: {line}");
 }
 
 /// The drop-in's `leveldb::FilterPolicy` object, for a program that also uses stock
@@ -104,18 +111,31 @@ pub extern "C" fn leveldb_bloom_dropin_policies_created() -> u64 {
 fn register_stats_file_at_exit() {
     static REGISTER: Once = Once::new();
     REGISTER.call_once(|| {
-        if std::env::var_os("LEVELDB_BLOOM_STATS_FILE").is_some() {
+        if stats_file().is_some() {
             // SAFETY: `write_stats_file` is an `extern "C" fn()` that never unwinds.
             unsafe { libc::atexit(write_stats_file) };
         }
     });
 }
 
+/// `LEVELDB_BLOOM_STATS_FILE`, unless the process runs in secure-execution mode (set-user-ID,
+/// set-group-ID or with capabilities: the kernel's AT_SECURE), where the environment is
+/// its caller's and must not name files the program writes.
+fn stats_file() -> Option<OsString> {
+    // SAFETY: getauxval has no preconditions; an absent entry reads as 0.
+    let secure = unsafe { libc::getauxval(libc::AT_SECURE) } != 0;
+    if secure {
+        return None;
+    }
+    std::env::var_os("LEVELDB_BLOOM_STATS_FILE")
+}
+
 /// Writes `name=value` lines of the global statistics; failures are ignored (the process is
-/// exiting, and statistics must never break it).
+/// exiting, and statistics must never break it). A symlink is not followed, and a FIFO no
+/// reader holds open is not waited for.
 extern "C" fn write_stats_file() {
     let _ = std::panic::catch_unwind(|| {
-        let Some(path) = std::env::var_os("LEVELDB_BLOOM_STATS_FILE") else {
+        let Some(path) = stats_file() else {
             return;
         };
         let stats = leveldb_bloom::global_stats();
@@ -133,7 +153,14 @@ extern "C" fn write_stats_file() {
             stats.queries,
             stats.no_match
         );
-        if let Ok(mut file) = std::fs::File::create(path) {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path);
+        if let Ok(mut file) = file {
             let _ = file.write_all(text.as_bytes());
         }
     });

@@ -1,0 +1,140 @@
+//! What the command's tests share: running it, databases written by stock LevelDB, and
+//! reading them back. (Not every test uses every helper.)
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use leveldb_bloom_cli::leveldb::{Db, NewFilters};
+use serde_json::Value;
+
+/// What LevelDB's `Table` iterator counts in the table at `path` (-1: it cannot read it).
+pub fn leveldb_table_entries(path: &Path) -> i64 {
+    leveldb_oracle::table_entries(path).map_or(-1, |n| n as i64)
+}
+
+pub fn command() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_leveldb-bloom"))
+}
+
+pub fn run(args: &[&str]) -> Output {
+    command().args(args).output().expect("run leveldb-bloom")
+}
+
+/// Runs `cmd`, killing it (and failing) if it has not ended after `limit`: the command must
+/// never hang, whatever it reads.
+pub fn run_within(mut cmd: Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run leveldb-bloom");
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("{cmd:?} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("collect the output")
+}
+
+pub fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+pub fn inspect_json(path: &Path) -> Value {
+    let out = run(&["inspect", "--json", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).expect("inspect --json prints JSON")
+}
+
+/// Sequential numeric keys (LevelDB's hash is weakest on these) and some random-looking ones.
+pub fn key(i: u64) -> Vec<u8> {
+    if i % 3 == 0 {
+        format!("user{i:012}").into_bytes()
+    } else {
+        let h = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        format!("k{h:016x}").into_bytes()
+    }
+}
+
+/// What every key of a database should read.
+pub type Expected = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Writes a database with stock LevelDB: `n` keys, every 7th overwritten and every 11th
+/// deleted after a first compaction (so tables hold older versions and deletion markers),
+/// then compacted again. Returns what every key should read.
+pub fn write_db(dir: &Path, filters: Option<NewFilters>, snappy: bool, n: u64) -> Expected {
+    let mut expected = BTreeMap::new();
+    let db = Db::open(dir, filters, snappy, true).expect("create the database");
+    for i in 0..n {
+        let value = format!("value-{i}-{}", "x".repeat((i % 50) as usize)).into_bytes();
+        db.put(&key(i), &value).unwrap();
+        expected.insert(key(i), value);
+    }
+    db.compact_all();
+    for i in (0..n).step_by(7) {
+        let value = format!("new-{i}").into_bytes();
+        db.put(&key(i), &value).unwrap();
+        expected.insert(key(i), value);
+    }
+    for i in (0..n).step_by(11) {
+        db.delete(&key(i)).unwrap();
+        expected.remove(&key(i));
+    }
+    // Reopening writes the log's records into a level-0 table of their own (LevelDB's
+    // recovery), on top of the compacted rest.
+    drop(db);
+    drop(Db::open(dir, filters, snappy, false).expect("reopen"));
+    expected
+}
+
+/// How many of `expected`'s records (of keys `key(0..n)`) stock LevelDB, with its own Bloom
+/// policy (which answers compact filters "may match"), reads back as they should be;
+/// `Err` with LevelDB's message if it cannot open the database.
+pub fn records_read_back(dir: &Path, expected: &Expected, n: u64) -> Result<u64, String> {
+    let db = Db::open(dir, Some(NewFilters::Bloom(10)), true, false)?;
+    Ok((0..n)
+        .filter(|&i| db.get(&key(i)).ok().flatten().as_ref() == expected.get(&key(i)))
+        .count() as u64)
+}
+
+/// Every record reads back through stock LevelDB.
+pub fn assert_reads(dir: &Path, expected: &Expected, n: u64) {
+    assert_eq!(
+        records_read_back(dir, expected, n),
+        Ok(n),
+        "{}",
+        dir.display()
+    );
+}
+
+pub fn live_tables(dir: &Path) -> Vec<PathBuf> {
+    leveldb_bloom_cli::manifest::current_version(dir)
+        .unwrap()
+        .live
+        .into_iter()
+        .map(|t| t.path)
+        .collect()
+}
+
+/// Copies the files of the database in `from` into a new directory `to`.
+pub fn copy_db(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}

@@ -1,0 +1,665 @@
+//! The command against the faults operators meet: a disk that fills during an upgrade, a
+//! kill at any moment of one, a read-only directory, a database another process holds,
+//! tables swapped, truncated or removed behind the MANIFEST's back, a CURRENT or MANIFEST
+//! that LevelDB refuses or accepts, symlinks, FIFOs and devices where tables should be,
+//! tables crafted to ask for unbounded work, and a standard error that cannot be written.
+//! Each ends with what stock LevelDB reads back and `verify`'s verdict.
+//!
+//! The tests that mount a file system or drop privileges need root; they are ignored with
+//! that reason, and `scripts/test` (which runs as root) runs them.
+
+mod common;
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::*;
+use leveldb_bloom_cli::leveldb::{Db, NewFilters};
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// Runs the command on `args`, within [`LIMIT`].
+fn run_bounded(args: &[&str]) -> std::process::Output {
+    let mut cmd = command();
+    cmd.args(args);
+    run_within(cmd, LIMIT)
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Whether every live table of the database carries compact filters (the upgrade's work):
+/// LevelDB's policy name, compact filters and no Bloom filter in each.
+fn all_compact(dir: &Path) -> bool {
+    let json = inspect_json(dir);
+    json["tables"].as_array().unwrap().iter().all(|t| {
+        t["filter_policy"] == "leveldb.BuiltinBloomFilter2"
+            && t["compact_filters"].as_u64() > Some(0)
+            && t["bloom_filters"] == 0
+    })
+}
+
+/// A database like one LevelDB 1.22 wrote without a filter policy: `n` records of
+/// 100-byte values, compacted into a few tables, none with filters.
+fn unfiltered_db(dir: &Path, n: u64) -> Expected {
+    let mut expected = Expected::new();
+    let db = Db::open(dir, None, false, true).expect("create the database");
+    for i in 0..n {
+        let value = format!("{i:0>100}").into_bytes();
+        db.put(&key(i), &value).unwrap();
+        expected.insert(key(i), value);
+    }
+    db.compact_all();
+    expected
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum()
+}
+
+/// A tmpfs of `bytes` mounted at a new directory under `parent`; unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(parent: &Path, bytes: u64) -> Tmpfs {
+        let at = parent.join(format!("tmpfs-{bytes}"));
+        std::fs::create_dir(&at).unwrap();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(&at)
+            .status()
+            .expect("run mount");
+        assert!(status.success(), "mount a tmpfs (this test needs root)");
+        Tmpfs(at)
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+#[ignore = "needs root to mount a small tmpfs (scripts/test runs it)"]
+fn a_disk_that_fills_during_an_upgrade_never_reports_success() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 200_000;
+    let original = tmp.path().join("original");
+    let expected = unfiltered_db(&original, n);
+    let size = dir_bytes(&original);
+    let (mut failed, mut finished) = (0, 0);
+    // From too little room to rewrite any table to plenty.
+    for spare_mib in [1u64, 2, 4, 8, 12, 20, 64] {
+        let fs = Tmpfs::mount(tmp.path(), size + (spare_mib << 20));
+        let dir = fs.0.join("db");
+        copy_db(&original, &dir);
+        let out = run_bounded(&["upgrade", dir.to_str().unwrap(), "--format", "compact"]);
+        let upgraded = all_compact(&dir);
+        println!(
+            "{spare_mib} MiB spare: exit {:?}, every table compact: {upgraded}",
+            out.status.code()
+        );
+        if out.status.code() == Some(0) {
+            assert!(
+                upgraded,
+                "success reported for work not done: {}",
+                text(&out)
+            );
+            finished += 1;
+        } else {
+            assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+            assert!(
+                stdout(&out).contains("not rewritten:")
+                    && stdout(&out).contains("No space left on device")
+                    && stdout(&out).contains("free some space, then run the upgrade again"),
+                "{}",
+                text(&out)
+            );
+            failed += 1;
+        }
+        // The database as the full disk left it: verify finds nothing wrong, and stock
+        // LevelDB reads every record back (from a copy: opening writes).
+        let verify = run_bounded(&["verify", dir.to_str().unwrap()]);
+        assert_eq!(verify.status.code(), Some(0), "{}", text(&verify));
+        let copy = tmp.path().join(format!("after-{spare_mib}"));
+        copy_db(&dir, &copy);
+        assert_reads(&copy, &expected, n);
+    }
+    assert!(
+        failed > 0 && finished > 0,
+        "{failed} failed, {finished} finished"
+    );
+}
+
+#[test]
+fn a_kill_at_any_moment_of_an_upgrade_leaves_every_record_readable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 60_000;
+    let original = tmp.path().join("original");
+    let expected = unfiltered_db(&original, n);
+    // How long an upgrade takes, uninterrupted.
+    let timing = tmp.path().join("timing");
+    copy_db(&original, &timing);
+    let start = Instant::now();
+    let out = run_bounded(&["upgrade", timing.to_str().unwrap(), "--format", "compact"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let whole = start.elapsed();
+    let mut rng = fastrand::Rng::with_seed(0x5161);
+    let kills = 24;
+    for i in 0..kills {
+        let dir = tmp.path().join(format!("killed-{i}"));
+        copy_db(&original, &dir);
+        let after = whole.mul_f64(rng.f64() * 1.1);
+        let mut child = command()
+            .args(["upgrade", dir.to_str().unwrap(), "--format", "compact"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(after);
+        let _ = child.kill(); // SIGKILL
+        let status = child.wait().unwrap();
+        // Whatever the moment: verify finds nothing wrong, stock LevelDB reads every
+        // record, and a second upgrade finishes the work.
+        let verify = run_bounded(&["verify", dir.to_str().unwrap()]);
+        assert_eq!(verify.status.code(), Some(0), "kill {i}: {}", text(&verify));
+        assert_reads(&dir, &expected, n);
+        let again = run_bounded(&["upgrade", dir.to_str().unwrap(), "--format", "compact"]);
+        assert_eq!(again.status.code(), Some(0), "kill {i}: {}", text(&again));
+        assert!(all_compact(&dir), "kill {i}");
+        assert_reads(&dir, &expected, n);
+        println!("kill {i} after {after:?} ({status}): readable, then upgraded");
+    }
+}
+
+#[test]
+#[ignore = "needs root to run the command as another user (scripts/test runs it)"]
+fn a_read_only_directory_is_an_error_and_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 5000;
+    let dir = tmp.path().join("db");
+    let expected = write_db(&dir, Some(NewFilters::Bloom(10)), true, n);
+    use std::os::unix::fs::PermissionsExt;
+    for p in [tmp.path(), &dir] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let files = |dir: &Path| {
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let name = e.file_name().to_string_lossy().into_owned();
+                (name, std::fs::read(e.path()).unwrap())
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let before = files(&dir);
+    let as_nobody = |args: &[&str]| {
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_leveldb-bloom"))
+            .args(args);
+        run_within(cmd, LIMIT)
+    };
+    let d = dir.to_str().unwrap();
+    let out = as_nobody(&["upgrade", d, "--format", "compact"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("LevelDB cannot open it") && stderr(&out).contains("Permission"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(files(&dir), before, "the directory is as it was");
+    // Reading needs no write access.
+    let out = as_nobody(&["verify", d]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_reads(&dir, &expected, n);
+}
+
+#[test]
+fn a_database_another_process_holds_is_refused_and_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 2000;
+    let dir = tmp.path().join("db");
+    let expected = write_db(&dir, Some(NewFilters::Bloom(10)), true, n);
+    let before = inspect_json(&dir);
+    let held = Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).unwrap();
+    let out = run_bounded(&["upgrade", dir.to_str().unwrap(), "--format", "compact"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("another process has the database open"),
+        "{}",
+        text(&out)
+    );
+    // Reading takes no lock.
+    let out = run_bounded(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    drop(held);
+    assert_eq!(inspect_json(&dir)["total"], before["total"]);
+    assert_reads(&dir, &expected, n);
+}
+
+/// A database of several tables, and a second one of the same shape (the same table sizes)
+/// but other keys.
+fn twin_databases(tmp: &Path, n: u64) -> (PathBuf, PathBuf, Expected) {
+    let write = |dir: &Path, prefix: u8| {
+        let mut expected = Expected::new();
+        let db = Db::open(dir, Some(NewFilters::Bloom(10)), false, true).unwrap();
+        for i in 0..n {
+            let mut k = key(i);
+            k[0] = prefix;
+            let value = format!("{i:0>150}").into_bytes();
+            db.put(&k, &value).unwrap();
+            expected.insert(k, value);
+        }
+        db.compact_all();
+        expected
+    };
+    let (a, b) = (tmp.join("a"), tmp.join("b"));
+    let expected = write(&a, b'k');
+    write(&b, b'q');
+    (a, b, expected)
+}
+
+/// Keys as `twin_databases` wrote them in the first database.
+fn twin_key(i: u64) -> Vec<u8> {
+    let mut k = key(i);
+    k[0] = b'k';
+    k
+}
+
+/// How many of the first database's records stock LevelDB reads back from `dir`, or `Err`
+/// if it cannot open it.
+fn twin_records_read(dir: &Path, expected: &Expected, n: u64) -> Result<u64, String> {
+    let db = Db::open(dir, Some(NewFilters::Bloom(10)), true, false)?;
+    Ok((0..n)
+        .filter(|&i| db.get(&twin_key(i)).ok().flatten().as_ref() == expected.get(&twin_key(i)))
+        .count() as u64)
+}
+
+#[test]
+fn tables_swapped_truncated_or_removed_behind_the_manifest_are_damage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 40_000;
+    let (a, _twin, expected) = twin_databases(tmp.path(), n);
+    assert_eq!(twin_records_read(&a, &expected, n), Ok(n));
+    let tables = live_tables(&a);
+    assert!(tables.len() >= 3, "{tables:?}");
+    let name = |p: &Path| p.file_name().unwrap().to_str().unwrap().to_string();
+    type Damage = Box<dyn Fn(&Path, &[PathBuf])>;
+    let cases: Vec<(&str, Damage, &str)> = vec![
+        (
+            "another table of the database copied over a table",
+            Box::new(|_, t: &[PathBuf]| {
+                std::fs::copy(&t[1], &t[0]).unwrap();
+            }),
+            "the MANIFEST says",
+        ),
+        (
+            "the same table of a twin database (same size, other keys) in its place",
+            Box::new(|dir: &Path, t: &[PathBuf]| {
+                let twin = live_tables(&dir.parent().unwrap().join("b"));
+                let same = twin.iter().find(|p| p.file_name() == t[0].file_name());
+                std::fs::copy(same.expect("the twin has the table"), &t[0]).unwrap();
+            }),
+            "its keys run from",
+        ),
+        (
+            "a table truncated",
+            Box::new(|_, t: &[PathBuf]| {
+                let bytes = std::fs::read(&t[0]).unwrap();
+                std::fs::write(&t[0], &bytes[..bytes.len() - 100]).unwrap();
+            }),
+            "the MANIFEST says",
+        ),
+        (
+            "a table removed",
+            Box::new(|_, t: &[PathBuf]| std::fs::remove_file(&t[0]).unwrap()),
+            "missing",
+        ),
+    ];
+    for (label, damage, said) in cases {
+        let dir = tmp.path().join("case");
+        let _ = std::fs::remove_dir_all(&dir);
+        copy_db(&a, &dir);
+        let victims = live_tables(&dir);
+        damage(&dir, &victims);
+        let out = run_bounded(&["verify", dir.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{label}: {}", text(&out));
+        assert!(
+            stdout(&out).contains(&name(&victims[0])) && stdout(&out).contains(said),
+            "{label}: {}",
+            text(&out)
+        );
+        let up = run_bounded(&["upgrade", dir.to_str().unwrap(), "--format", "compact"]);
+        assert_eq!(up.status.code(), Some(1), "{label}: {}", text(&up));
+        // verify is right: stock LevelDB cannot read every record back.
+        let read = twin_records_read(&dir, &expected, n);
+        println!("{label}: verify exit 1; stock LevelDB reads {read:?} of {n} records");
+        assert_ne!(
+            read,
+            Ok(n),
+            "{label}: LevelDB reads it all, verify was wrong"
+        );
+    }
+}
+
+#[test]
+fn symlinks_fifos_and_devices_in_a_tables_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 10_000;
+    let original = tmp.path().join("original");
+    let expected = write_db(&original, Some(NewFilters::Bloom(10)), true, n);
+    // What is put in the table's place, and the problem verify names (none: it reads).
+    type Setup = (&'static str, fn(&Path, &Path), Option<&'static str>);
+    let setups: Vec<Setup> = vec![
+        (
+            "a symlink to a copy of the table",
+            |table, elsewhere| {
+                std::fs::rename(table, elsewhere).unwrap();
+                std::os::unix::fs::symlink(elsewhere, table).unwrap();
+            },
+            None,
+        ),
+        (
+            "a symlink to /dev/zero",
+            |table, _| {
+                std::fs::remove_file(table).unwrap();
+                std::os::unix::fs::symlink("/dev/zero", table).unwrap();
+            },
+            Some("a character device, not a regular file"),
+        ),
+        (
+            "a FIFO",
+            |table, _| {
+                std::fs::remove_file(table).unwrap();
+                mkfifo(table);
+            },
+            Some("a FIFO, not a regular file"),
+        ),
+        (
+            "a directory",
+            |table, _| {
+                std::fs::remove_file(table).unwrap();
+                std::fs::create_dir(table).unwrap();
+            },
+            Some("a directory, not a regular file"),
+        ),
+    ];
+    for (i, (label, setup, problem)) in setups.into_iter().enumerate() {
+        let dir = tmp.path().join(format!("case-{i}"));
+        copy_db(&original, &dir);
+        let table = live_tables(&dir).remove(0);
+        setup(&table, &tmp.path().join(format!("elsewhere-{i}")));
+        for command in ["inspect", "verify"] {
+            let out = run_bounded(&[command, dir.to_str().unwrap()]);
+            match problem {
+                None => assert_eq!(out.status.code(), Some(0), "{label}: {}", text(&out)),
+                Some(said) => {
+                    assert_eq!(out.status.code(), Some(1), "{label}: {}", text(&out));
+                    assert!(stdout(&out).contains(said), "{label}: {}", text(&out));
+                }
+            }
+        }
+        if problem.is_none() {
+            assert_reads(&dir, &expected, n);
+        }
+    }
+    // CURRENT itself: a FIFO, a device.
+    for (label, make) in [
+        ("CURRENT a FIFO", mkfifo as fn(&Path)),
+        ("CURRENT a symlink to /dev/zero", |p: &Path| {
+            std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+        }),
+    ] {
+        let dir = tmp.path().join(label.replace(' ', "-"));
+        copy_db(&original, &dir);
+        std::fs::remove_file(dir.join("CURRENT")).unwrap();
+        make(&dir.join("CURRENT"));
+        let out = run_bounded(&["verify", dir.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{label}: {}", text(&out));
+        assert!(
+            stderr(&out).contains("not a regular file"),
+            "{label}: {}",
+            text(&out)
+        );
+    }
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// The MANIFEST's path, from CURRENT.
+fn manifest_of(dir: &Path) -> PathBuf {
+    let current = std::fs::read_to_string(dir.join("CURRENT")).unwrap();
+    dir.join(current.trim_end())
+}
+
+#[test]
+fn current_and_manifest_are_read_as_strictly_as_leveldb_reads_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 3000;
+    let original = tmp.path().join("original");
+    let expected = write_db(&original, Some(NewFilters::Bloom(10)), true, n);
+    let case = |label: &str, damage: &dyn Fn(&Path)| {
+        let dir = tmp.path().join(label.replace(' ', "-"));
+        copy_db(&original, &dir);
+        damage(&dir);
+        let out = run_bounded(&["verify", dir.to_str().unwrap()]);
+        let opened = Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).map(drop);
+        (out, opened, dir)
+    };
+    // LevelDB refuses these: so does verify.
+    type Refused = (&'static str, Box<dyn Fn(&Path)>, &'static str);
+    let refused: Vec<Refused> = vec![
+        (
+            "CURRENT without its newline",
+            Box::new(|dir: &Path| {
+                let current = std::fs::read_to_string(dir.join("CURRENT")).unwrap();
+                std::fs::write(dir.join("CURRENT"), current.trim_end()).unwrap();
+            }),
+            "does not end with a newline",
+        ),
+        (
+            "CURRENT not UTF-8",
+            Box::new(|dir: &Path| std::fs::write(dir.join("CURRENT"), b"\xff\xfe\n").unwrap()),
+            "CURRENT",
+        ),
+        (
+            "a MANIFEST record's byte flipped",
+            Box::new(|dir: &Path| {
+                let manifest = manifest_of(dir);
+                let mut bytes = std::fs::read(&manifest).unwrap();
+                bytes[10] ^= 0xff;
+                std::fs::write(&manifest, bytes).unwrap();
+            }),
+            "checksum mismatch",
+        ),
+    ];
+    for (label, damage, said) in refused {
+        let (out, opened, _) = case(label, &*damage);
+        assert_eq!(out.status.code(), Some(1), "{label}: {}", text(&out));
+        assert!(stderr(&out).contains(said), "{label}: {}", text(&out));
+        assert!(opened.is_err(), "{label}: LevelDB opens it");
+    }
+    // LevelDB reads these as they are: verify may warn, but passes them.
+    let (out, opened, dir) = case("a record torn at the MANIFEST's end", &|dir: &Path| {
+        let manifest = manifest_of(dir);
+        let mut bytes = std::fs::read(&manifest).unwrap();
+        bytes.extend_from_slice(&[0x12, 0x34, 0x56]); // half a record header
+        std::fs::write(&manifest, bytes).unwrap();
+    });
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(opened, Ok(()));
+    assert_reads(&dir, &expected, n);
+}
+
+/// A table whose metaindex points at a filter block that is not there: LevelDB reads it
+/// without a filter. verify warns; upgrade rewrites it.
+#[test]
+fn a_bad_filter_handle_is_a_warning_not_damage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 3000;
+    let dir = tmp.path().join("db");
+    let expected = write_db(&dir, Some(NewFilters::Bloom(10)), false, n);
+    let table = live_tables(&dir).remove(0);
+    let mut bytes = std::fs::read(&table).unwrap();
+    let parsed = leveldb_bloom_cli::table::Table::open(&bytes).unwrap();
+    let filter = parsed.filter_handle.unwrap();
+    let meta = parsed.metaindex;
+    // The filter block's handle in the metaindex (uncompressed) is the varint pair of its
+    // offset and size: point it past the end of the file, and mend the block's checksum.
+    let encode = |mut v: u64, out: &mut Vec<u8>| loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        out.push(if v == 0 { byte } else { byte | 0x80 });
+        if v == 0 {
+            break;
+        }
+    };
+    let mut old = Vec::new();
+    encode(filter.offset, &mut old);
+    encode(filter.size, &mut old);
+    let (start, end) = (meta.offset as usize, (meta.offset + meta.size) as usize);
+    let at = bytes[start..end]
+        .windows(old.len())
+        .position(|w| w == old)
+        .expect("the handle in the metaindex")
+        + start;
+    // The largest offset its varint's length holds: past the end of this small file.
+    let mut offset_len = Vec::new();
+    encode(filter.offset, &mut offset_len);
+    let past_end = (1u64 << (7 * offset_len.len())) - 1;
+    assert!(past_end > bytes.len() as u64);
+    let mut bad = Vec::new();
+    encode(past_end, &mut bad);
+    assert_eq!(bad.len(), offset_len.len());
+    bytes[at..at + bad.len()].copy_from_slice(&bad);
+    let crc = crc32c::crc32c(&bytes[start..end + 1]);
+    bytes[end + 1..end + 5].copy_from_slice(&leveldb_bloom_cli::table::mask_crc(crc).to_le_bytes());
+    std::fs::write(&table, &bytes).unwrap();
+    let out = run_bounded(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(stdout(&out).contains("warning:"), "{}", text(&out));
+    assert!(
+        stdout(&out).contains("without filters LevelDB reads"),
+        "{}",
+        text(&out)
+    );
+    assert_reads(&dir, &expected, n);
+    let out = run_bounded(&["upgrade", dir.to_str().unwrap(), "--format", "bloom"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = run_bounded(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!stdout(&out).contains("warning:"), "{}", text(&out));
+}
+
+#[test]
+fn settings_are_checked_before_any_work_and_messages_say_what_happened() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    write_db(&dir, Some(NewFilters::Bloom(10)), true, 2000);
+    let d = dir.to_str().unwrap();
+    for (format, bits) in [
+        ("compact", "40"),
+        ("compact", "-1"),
+        ("bloom", "0"),
+        ("bloom", "1001"),
+    ] {
+        let bits = format!("--bits-per-key={bits}");
+        let out = run_bounded(&["upgrade", d, "--format", format, &bits]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(
+            stdout(&out).is_empty(),
+            "no pass over the database: {}",
+            text(&out)
+        );
+        assert!(stderr(&out).contains("--bits-per-key"), "{}", text(&out));
+        assert!(!stderr(&out).contains("another process"), "{}", text(&out));
+    }
+}
+
+#[test]
+fn a_standard_error_that_cannot_be_written_changes_only_the_message() {
+    // Closed standard error (and output): the exit status is still the documented one.
+    let mut cmd = command();
+    cmd.args(["inspect", "/nonexistent/db"]);
+    // SAFETY: closing a descriptor in the child before exec touches nothing of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::close(2);
+            Ok(())
+        });
+    }
+    let out = run_within(cmd, LIMIT);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+#[test]
+fn upgrade_rewrites_tables_without_filters_and_at_other_bits_per_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Tables without filters (LevelDB 1.22), then some with Bloom filters at 10.
+    let dir = tmp.path().join("db");
+    let n = 20_000;
+    let expected = unfiltered_db(&dir, n);
+    {
+        let db = Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).unwrap();
+        for i in n..n + 5000 {
+            db.put(&key(i), b"later").unwrap();
+        }
+    }
+    let total = &inspect_json(&dir)["total"];
+    assert!(
+        total["filter_policy"].as_str().unwrap().contains("none"),
+        "the totals name both kinds: {total}"
+    );
+    let out = run_bounded(&[
+        "upgrade",
+        dir.to_str().unwrap(),
+        "--format",
+        "bloom",
+        "--bits-per-key",
+        "16",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let json = inspect_json(&dir);
+    for t in json["tables"].as_array().unwrap() {
+        assert_eq!(t["filter_policy"], "leveldb.BuiltinBloomFilter2", "{t}");
+        let bpk = t["bits_per_key"].as_f64().unwrap();
+        assert!(bpk > 15.0 && bpk < 17.5, "16 bits per key: {t}");
+    }
+    assert_reads(&dir, &expected, n);
+}
+
+#[test]
+fn empty_filters_print_no_nan() {
+    // A table whose filter block holds only empty filters: no bits per key to show.
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("empty-filters.ldb");
+    let keys: Vec<Vec<u8>> = Vec::new();
+    assert!(leveldb_oracle::write_table(&path, &keys, 10));
+    let out = run_bounded(&["inspect", path.to_str().unwrap()]);
+    assert!(!stdout(&out).contains("NaN"), "{}", text(&out));
+    let json: Value = {
+        let out = run_bounded(&["inspect", "--json", path.to_str().unwrap()]);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert!(json["total"]["bits_per_key"].is_null(), "{json}");
+}
