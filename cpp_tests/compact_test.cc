@@ -646,7 +646,8 @@ TEST(CompactDb, WrittenCompactReadByCompactStockAndBloom) {
   Model m;
   uint64_t compact_filters_written = 0, other_filters_written = 0;
   {
-    auto* state = new Counted{leveldb_bloom_policy_create_compact(10.0), {}};
+    auto* state =
+        new Counted{support::counted(leveldb_bloom_policy_create_compact(10.0)), {}};
     ASSERT_NE(state->inner, nullptr);
     std::unique_ptr<Counted> owner(state);  // the struct; LevelDB destroys the policy
     leveldb_filterpolicy_t* fp = leveldb_filterpolicy_create(
@@ -728,7 +729,7 @@ TEST(CompactDb, WrittenCompactReadByCompactStockAndBloom) {
   }
   // (c) Our Bloom policy through the callbacks (the drop-in's default): reads every key.
   {
-    leveldb_bloom_policy* bloom = leveldb_bloom_policy_create(10);
+    leveldb_bloom_policy* bloom = support::counted(leveldb_bloom_policy_create(10));
     ASSERT_NE(bloom, nullptr);
     leveldb_filterpolicy_t* fp = through_callbacks(bloom);
     verify(tmp.path, fp, m, "written compact, read with our Bloom policy",

@@ -316,7 +316,7 @@ class Concurrency {
       : threads_(harness::env_count("LEVELDB_BLOOM_CONCURRENCY_THREADS", 8)),
         total_ms_(harness::env_count("LEVELDB_BLOOM_CONCURRENCY_MS", 3000)),
         stock_(leveldb::NewBloomFilterPolicy(kBitsPerKey)),
-        policy_(kBitsPerKey) {}
+        policy_(support::counted(leveldb_bloom_policy_create(kBitsPerKey))) {}
 
   // Builds the shared filters and blocks and every thread's work, single-threaded, with
   // LevelDB's answers checked against the shared policy's.
@@ -540,7 +540,7 @@ class Concurrency {
   // work (the process-wide registry takes it in and retires its counts).
   void OwnPolicy(size_t t, size_t round, Tally* tally) {
     const BuildJob& b = work_[t].builds[round % work_[t].builds.size()];
-    leveldb_bloom_policy* own = leveldb_bloom_policy_create(kBitsPerKey);
+    leveldb_bloom_policy* own = support::counted(leveldb_bloom_policy_create(kBitsPerKey));
     if (own == nullptr) {
       failures_.add("leveldb_bloom_policy_create returned NULL");
       return;

@@ -8,7 +8,8 @@
  *   2. reopen it with the same policy, read every key back and as many absent keys. The
  *      absent keys sort between present ones, so each falls inside a table's key range and
  *      LevelDB asks that table's filter about it; a "no match" saves the block read. The
- *      policy's statistics (leveldb_bloom_policy_stats) say how often;
+ *      policy counts its work (leveldb_bloom_policy_counted), and its statistics
+ *      (leveldb_bloom_policy_stats) say how often;
  *   3. reopen the same files with stock LevelDB's leveldb_filterpolicy_create_bloom(10)
  *      and read everything again: LevelDB reads the Bloom filters leveldb-bloom wrote as
  *      its own, and answers compact filters "may match" (it reads those tables unfiltered,
@@ -86,6 +87,13 @@ static leveldb_bloom_stats policy_stats(const leveldb_bloom_policy *policy) {
     fprintf(stderr, "demo: leveldb_bloom_policy_stats failed\n");
   }
   return s;
+}
+
+/* A policy that answers as `policy` does and counts its work; `policy` is destroyed. */
+static leveldb_bloom_policy *counted_copy(leveldb_bloom_policy *policy) {
+  leveldb_bloom_policy *counted = leveldb_bloom_policy_counted(policy);
+  leveldb_bloom_policy_destroy(policy);
+  return counted;
 }
 
 static leveldb_t *open_db(const char *path, leveldb_filterpolicy_t *fp, int create) {
@@ -286,8 +294,8 @@ int main(void) {
     return 2;
   }
   snprintf(path, sizeof path, "%s/db", dir);
-  policies[0] = leveldb_bloom_policy_create(BITS_PER_KEY);
-  policies[1] = leveldb_bloom_policy_create_compact(BITS_PER_KEY);
+  policies[0] = counted_copy(leveldb_bloom_policy_create(BITS_PER_KEY));
+  policies[1] = counted_copy(leveldb_bloom_policy_create_compact(BITS_PER_KEY));
   stock_fp = leveldb_filterpolicy_create_bloom(BITS_PER_KEY);
   if (policies[0] == NULL || policies[1] == NULL) {
     fprintf(stderr, "demo: could not create the policies\n");

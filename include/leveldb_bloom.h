@@ -103,6 +103,11 @@ typedef enum {
    * Memory could not be allocated.
    */
   LEVELDB_BLOOM_ERR_OUT_OF_MEMORY = 8,
+  /**
+   * The policy does not count: statistics are kept only by the policies
+   * `leveldb_bloom_policy_counted` makes.
+   */
+  LEVELDB_BLOOM_ERR_NOT_COUNTED = 9,
 } leveldb_bloom_status;
 
 /**
@@ -129,8 +134,8 @@ typedef struct leveldb_bloom_filter_block_builder leveldb_bloom_filter_block_bui
 
 /**
  * A filter policy named `leveldb.BuiltinBloomFilter2`: LevelDB's Bloom filters, or the
- * opt-in compact format, for one bits-per-key setting. Immutable after creation: one policy
- * may be used from any number of threads at once.
+ * opt-in compact format, for one bits-per-key setting, counting its work or not. Immutable
+ * after creation: one policy may be used from any number of threads at once.
  */
 typedef struct leveldb_bloom_policy leveldb_bloom_policy;
 
@@ -188,11 +193,27 @@ extern "C" {
 leveldb_bloom_policy *leveldb_bloom_policy_create(int bits_per_key);
 
 /**
+ * Creates a policy that builds and answers exactly as `policy` does and also counts its
+ * work: the filters it builds, the keys in them, the queries it answers and the "no match"
+ * answers among them (`leveldb_bloom_policy_stats`), into counts of its own and into the
+ * process-wide ones (`leveldb_bloom_global_stats`). Filter block builders made from it count
+ * as it does. Policies made by the other `_create` functions count nothing, and their
+ * queries do no work for statistics.
+ *
+ * Returns NULL if `policy` is NULL or memory runs out. The caller owns the new policy, and
+ * still owns `policy`; each is released with `leveldb_bloom_policy_destroy`.
+ *
+ * # Safety
+ * `policy` is NULL or a live policy.
+ */
+leveldb_bloom_policy *leveldb_bloom_policy_counted(const leveldb_bloom_policy *policy);
+
+/**
  * Creates a compact-format policy (opt-in). Its filters are as long as LevelDB's Bloom
  * filters at the same bits per key, with far fewer false positives (README, "Compact
  * filters"); their last byte, 31, makes stock LevelDB, and Bloom policies of this library,
  * answer "may match", so a database written with it stays readable everywhere. (Below
- * about 1.1 bits per key no filter fits and the filter is all zero, which every reader,
+ * about 1.2 bits per key no filter fits and the filter is all zero, which every reader,
  * LevelDB included, also answers "may match".)
  * The policy keeps LevelDB's name, `"leveldb.BuiltinBloomFilter2"`, and answers LevelDB's
  * Bloom filters exactly as LevelDB does, so existing tables keep their filters.
@@ -306,23 +327,6 @@ int leveldb_bloom_create_filter_slices(const leveldb_bloom_policy *policy,
                                        size_t *out_len);
 
 /**
- * Whether `key` may be in `filter` (a filter built by this library or by LevelDB with any
- * bits per key), answered exactly as LevelDB answers, malformed filters included.
- *
- * `true` means "may match"; `false` means the key is certainly absent. Anything that cannot
- * be answered (NULL policy or filter, a NULL key with a length) answers `true`, since a wrong
- * `false` would hide stored data.
- *
- * # Safety
- * Non-NULL `key` and `filter` point to `key_len` and `filter_len` readable bytes.
- */
-bool leveldb_bloom_key_may_match(const leveldb_bloom_policy *policy,
-                                 const char *key,
-                                 size_t key_len,
-                                 const uint8_t *filter,
-                                 size_t filter_len);
-
-/**
  * Answers `leveldb_bloom_key_may_match` for `num_keys` keys against one filter, faster
  * than one call per key: `results[i]` is 1 if key `i` may be in the filter, 0 if it is
  * certainly absent. Key `i` is `key_lens[i]` bytes at `keys[i]`, as for
@@ -345,12 +349,32 @@ int leveldb_bloom_key_may_match_batch(const leveldb_bloom_policy *policy,
                                       uint8_t *results);
 
 /**
- * Stores in `*stats` what `policy` has counted since its creation or its last reset
- * (filter block builders made from it count into it too). Counting is thread-safe and
- * costs no shared cache line between threads; a read while other threads work sees each
- * counter at some moment during the call.
+ * Whether `key` may be in `filter` (a filter built by this library or by LevelDB with any
+ * bits per key), answered exactly as LevelDB answers, malformed filters included.
  *
- * Errors: `NULL_ARGUMENT` (policy or stats); `PANIC`.
+ * `true` means "may match"; `false` means the key is certainly absent. Anything that cannot
+ * be answered (NULL policy or filter, a NULL key with a length, a length no object can have)
+ * answers `true`, since a wrong `false` would hide stored data.
+ *
+ * Thread safety: any number of threads may query one policy at once.
+ *
+ * # Safety
+ * Non-NULL `key` and `filter` point to `key_len` and `filter_len` readable bytes.
+ */
+bool leveldb_bloom_key_may_match(const leveldb_bloom_policy *policy,
+                                 const char *key,
+                                 size_t key_len,
+                                 const uint8_t *filter,
+                                 size_t filter_len);
+
+/**
+ * Stores in `*stats` what `policy`, a counting policy (`leveldb_bloom_policy_counted`), has
+ * counted since its creation or its last reset (filter block builders made from it count
+ * into it too). Counting is thread-safe and costs no shared cache line between threads; a
+ * read while other threads work sees each counter at some moment during the call.
+ *
+ * Errors: `NULL_ARGUMENT` (policy or stats); `NOT_COUNTED` (a policy that does not count;
+ * `*stats` is left alone); `PANIC`.
  *
  * # Safety
  * `policy` is NULL or a live policy; `stats` is NULL or writable.
@@ -360,7 +384,7 @@ int leveldb_bloom_policy_stats(const leveldb_bloom_policy *policy, leveldb_bloom
 /**
  * Restarts `policy`'s counts from zero. The process-wide counts are not affected.
  *
- * Errors: `NULL_ARGUMENT`; `PANIC`.
+ * Errors: `NULL_ARGUMENT`; `NOT_COUNTED` (a policy that does not count); `PANIC`.
  *
  * # Safety
  * `policy` is NULL or a live policy.
@@ -368,9 +392,10 @@ int leveldb_bloom_policy_stats(const leveldb_bloom_policy *policy, leveldb_bloom
 int leveldb_bloom_policy_stats_reset(const leveldb_bloom_policy *policy);
 
 /**
- * Stores in `*stats` what every policy of this library in the process has counted since
- * start or the last `leveldb_bloom_global_stats_reset`, destroyed policies and the
- * drop-in library's included.
+ * Stores in `*stats` what every counting policy of this library in the process
+ * (`leveldb_bloom_policy_counted`; the drop-in's when `LEVELDB_BLOOM_STATS_FILE` is set) has
+ * counted since start or the last `leveldb_bloom_global_stats_reset`, destroyed policies
+ * included. Policies that do not count add nothing.
  *
  * Errors: `NULL_ARGUMENT`; `PANIC`.
  *

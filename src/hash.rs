@@ -16,11 +16,14 @@ const R: u32 = 24;
 pub(crate) fn hash(data: &[u8], seed: u32) -> u32 {
     // Truncating the length first gives the same low 32 bits as LevelDB's size_t product.
     let mut h = seed ^ (data.len() as u32).wrapping_mul(M);
-    let mut words = data.chunks_exact(4);
-    for word in &mut words {
-        let w = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
-        h = h.wrapping_add(w).wrapping_mul(M);
-        h ^= h >> 16;
+    // Two words a turn of the loop: the loop's own instructions, paid per turn, halve.
+    let mut pairs = data.chunks_exact(8);
+    for pair in &mut pairs {
+        h = mix(mix(h, word(&pair[..4])), word(&pair[4..]));
+    }
+    let mut words = pairs.remainder().chunks_exact(4);
+    if let Some(last) = words.next() {
+        h = mix(h, word(last));
     }
     let tail = words.remainder();
     if !tail.is_empty() {
@@ -32,6 +35,19 @@ pub(crate) fn hash(data: &[u8], seed: u32) -> u32 {
         h ^= h >> R;
     }
     h
+}
+
+/// One whole 4-byte group `w` into `h`.
+#[inline(always)]
+fn mix(h: u32, w: u32) -> u32 {
+    let h = h.wrapping_add(w).wrapping_mul(M);
+    h ^ (h >> 16)
+}
+
+/// The little-endian word in the first 4 bytes of `bytes`.
+#[inline(always)]
+fn word(bytes: &[u8]) -> u32 {
+    u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
 }
 
 /// The hash LevelDB's Bloom filter uses for a key: [`hash`] with [`BLOOM_HASH_SEED`].

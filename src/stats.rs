@@ -19,6 +19,7 @@ use crate::policy::{FilterPolicy, sealed::WriteFilter};
 /// A policy that counts what it does, in counts of its own and in the process-wide ones
 /// ([`global_stats`]). Clones share the counts: a
 /// [`FilterBlockBuilder`](crate::FilterBlockBuilder) given a clone counts as its policy.
+/// Policies count only when so wrapped: an uncounted query does no work for statistics.
 ///
 /// ```
 /// use leveldb_bloom::{BloomPolicy, Counted, FilterPolicy};
@@ -35,7 +36,8 @@ use crate::policy::{FilterPolicy, sealed::WriteFilter};
 #[derive(Debug, Clone)]
 pub struct Counted<P> {
     policy: P,
-    stats: Stats,
+    /// `None` only for the C API's policies that were not asked to count.
+    stats: Option<Stats>,
 }
 
 impl<P> Counted<P> {
@@ -43,8 +45,21 @@ impl<P> Counted<P> {
     pub fn new(policy: P) -> Self {
         Counted {
             policy,
-            stats: Stats::new(),
+            stats: Some(Stats::new()),
         }
+    }
+
+    /// `policy`, counting nothing (the C API's policies until asked to count).
+    pub(crate) fn uncounted(policy: P) -> Self {
+        Counted {
+            policy,
+            stats: None,
+        }
+    }
+
+    /// Whether this policy counts.
+    pub(crate) fn counts(&self) -> bool {
+        self.stats.is_some()
     }
 
     /// The policy that answers.
@@ -56,18 +71,35 @@ impl<P> Counted<P> {
     /// policy's clones' included. Counting is thread-safe; a snapshot taken while other
     /// threads count sees each counter at some moment during the call.
     pub fn stats(&self) -> StatsSnapshot {
-        self.stats.snapshot()
+        self.stats
+            .as_ref()
+            .map_or_else(StatsSnapshot::default, Stats::snapshot)
     }
 
     /// Restarts this policy's counts from zero; the process-wide counts keep theirs.
     pub fn reset_stats(&self) {
-        self.stats.reset()
+        if let Some(stats) = &self.stats {
+            stats.reset();
+        }
+    }
+
+    /// Counts one query answered for this policy without asking it (the C API's queries of
+    /// a policy whose format it knows); returns the answer.
+    #[inline(always)]
+    pub(crate) fn count_query(&self, may_match: bool) -> bool {
+        if let Some(stats) = &self.stats {
+            stats.record_query(may_match);
+        }
+        may_match
     }
 
     /// Counts queries answered for this policy without asking it (the C API's filter block
     /// queries where the block has no filter).
+    #[inline]
     pub(crate) fn count_queries(&self, answers: &[bool]) {
-        self.stats.record_queries(answers)
+        if let Some(stats) = &self.stats {
+            stats.record_queries(answers);
+        }
     }
 }
 
@@ -79,7 +111,9 @@ impl<P: FilterPolicy> WriteFilter for Counted<P> {
     {
         let num_keys = keys.len();
         self.policy.write_filter(keys, filter)?;
-        self.stats.record_filter(num_keys);
+        if let Some(stats) = &self.stats {
+            stats.record_filter(num_keys);
+        }
         Ok(())
     }
 }
@@ -92,7 +126,9 @@ impl<P: FilterPolicy> FilterPolicy for Counted<P> {
     #[inline]
     fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
         let may_match = self.policy.key_may_match(key, filter);
-        self.stats.record_query(may_match);
+        if let Some(stats) = &self.stats {
+            stats.record_query(may_match);
+        }
         may_match
     }
 
@@ -102,11 +138,13 @@ impl<P: FilterPolicy> FilterPolicy for Counted<P> {
         filter: &[u8],
         results: &mut [bool],
     ) {
+        let Some(stats) = &self.stats else {
+            return self.policy.keys_may_match(keys, filter, results);
+        };
         let mut answered = 0;
         let keys = keys.into_iter().inspect(|_| answered += 1);
         self.policy.keys_may_match(keys, filter, results);
-        self.stats
-            .record_queries(&results[..answered.min(results.len())]);
+        stats.record_queries(&results[..answered.min(results.len())]);
     }
 }
 
@@ -117,8 +155,8 @@ const STRIDE: usize = 16;
 /// The shard after the owned ones, shared with atomic adds by threads that own none.
 const SHARED: usize = SHARDS;
 
-// A word's place inside a shard: the owner's thread id, then the counters. A query bumps
-// exactly one of the two answer counters, so counting it is a single add.
+// A word's place inside a shard: the owner's thread id, then the counters. A query adds its
+// answer to the two answer counters, 1 to one and 0 to the other.
 const OWNER: usize = 0;
 const FILTERS_BUILT: usize = 1;
 const KEYS_ADDED: usize = 2;
@@ -190,29 +228,31 @@ impl Stats {
 
     /// Counts a filter built over `keys` keys.
     pub(crate) fn record_filter(&self, keys: usize) {
-        self.counts.add(FILTERS_BUILT, 1);
-        self.counts.add(KEYS_ADDED, keys as u64);
+        self.counts
+            .add([(FILTERS_BUILT, 1), (KEYS_ADDED, keys as u64)]);
     }
 
-    /// Counts a query and its answer. (A build with `--cfg leveldb_bloom_uncounted`, made
-    /// only by `scripts/bench stats`, leaves this out to measure its cost.)
+    /// Counts a query and its answer.
     #[inline]
     pub(crate) fn record_query(&self, may_match: bool) {
-        #[cfg(not(leveldb_bloom_uncounted))]
-        // A branch, not an index computed from the answer nor an add of it: the stores then
-        // need not wait for the probes (docs/performance-notes.md, "Statistics").
-        self.counts
-            .add(if may_match { MAY_MATCH } else { NO_MATCH }, 1);
-        #[cfg(leveldb_bloom_uncounted)]
-        let _ = may_match;
+        // A branch, not a counter chosen by the answer: that store's address would wait for
+        // the probes (docs/performance-notes.md, "Statistics"). The compiler fence, which
+        // emits nothing, keeps the compiler from folding the two arms into that index.
+        if may_match {
+            self.counts.add([(MAY_MATCH, 1)]);
+        } else {
+            std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::Acquire);
+            self.counts.add([(NO_MATCH, 1)]);
+        }
     }
 
     /// Counts a batch of queries by their answers.
     pub(crate) fn record_queries(&self, answers: &[bool]) {
         let may_match = answers.iter().filter(|&&a| a).count();
-        self.counts.add(MAY_MATCH, may_match as u64);
-        self.counts
-            .add(NO_MATCH, (answers.len() - may_match) as u64);
+        self.counts.add([
+            (MAY_MATCH, may_match as u64),
+            (NO_MATCH, (answers.len() - may_match) as u64),
+        ]);
     }
 
     /// The counts since creation or the last [`reset`](Self::reset).
@@ -258,14 +298,18 @@ impl std::fmt::Debug for Stats {
 
 impl Counts {
     #[inline]
-    fn add(&self, counter: usize, n: u64) {
+    fn add<const N: usize>(&self, adds: [(usize, u64); N]) {
         let thread = thread_id();
         let shard = &self.shards.0[preferred_shard(thread) * STRIDE..][..STRIDE];
         if shard[OWNER].load(Relaxed) == thread {
             // This thread is the shard's only writer, so load-then-store loses nothing.
-            shard[counter].store(shard[counter].load(Relaxed).wrapping_add(n), Relaxed);
+            for (counter, n) in adds {
+                shard[counter].store(shard[counter].load(Relaxed).wrapping_add(n), Relaxed);
+            }
         } else {
-            self.add_elsewhere(thread, counter, n);
+            for (counter, n) in adds {
+                self.add_elsewhere(thread, counter, n);
+            }
         }
     }
 
@@ -309,7 +353,8 @@ impl Counts {
 }
 
 /// The process-wide counts since start or the last [`reset_global_stats`]: every counting
-/// policy's ([`Counted`], and the C API's), the dropped ones' included.
+/// policy's ([`Counted`], and the C API's that were asked to count), the dropped ones'
+/// included. Policies that do not count add nothing.
 pub fn global_stats() -> StatsSnapshot {
     let registry = registry();
     let total = registry

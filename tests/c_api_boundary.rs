@@ -189,6 +189,19 @@ impl<'k, P: FilterPolicy + Clone> Fixture<'k, P> {
         }
     }
 
+    /// From here on, the policy (and its builder) count: `leveldb_bloom_policy_counted`.
+    fn count(&mut self) {
+        // SAFETY: live objects, each replaced and destroyed once.
+        unsafe {
+            let counted = leveldb_bloom_policy_counted(self.p);
+            assert!(!counted.is_null());
+            leveldb_bloom_filter_block_builder_destroy(self.b);
+            leveldb_bloom_policy_destroy(self.p);
+            self.p = counted;
+            self.b = leveldb_bloom_filter_block_builder_create(counted);
+        }
+    }
+
     fn args(&self) -> Args {
         let k = self.key.as_ptr().cast::<c_char>();
         let a = self.absent.as_ptr().cast::<c_char>();
@@ -276,12 +289,26 @@ fn every_per_policy_function_at_its_edges() {
     assert_rows(&rows);
 }
 
-/// The statistics after the rows of `create_filter_rows`, `callback_rows` and
-/// `builder_rows`: every function's work is counted alike.
+/// The statistics: a policy that does not count refuses to say; a counting one
+/// (`leveldb_bloom_policy_counted`) counts every function's work alike, after the rows of
+/// `create_filter_rows`, `callback_rows` and `builder_rows`.
 unsafe fn statistics_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<Row> {
     // SAFETY: as `Fixture::rows` says.
     unsafe {
-        let mut rows = create_filter_rows(fx);
+        let Args { p, .. } = fx.args();
+        let mut rows = vec![
+            row!(
+                status(leveldb_bloom_policy_stats(p, &mut fx.stats)),
+                Status(LEVELDB_BLOOM_ERR_NOT_COUNTED)
+            ),
+            row!(
+                status(leveldb_bloom_policy_stats_reset(p)),
+                Status(LEVELDB_BLOOM_ERR_NOT_COUNTED)
+            ),
+            row!(pointer(leveldb_bloom_policy_counted(null())), Null),
+        ];
+        fx.count();
+        rows.extend(create_filter_rows(fx));
         rows.extend(callback_rows(fx));
         rows.extend(builder_rows(fx));
         rows.extend(stats_rows(fx));

@@ -68,6 +68,7 @@ fn policy_free_entry_points_answer_as_documented_after_a_panic() {
             c"internal error (a panic was caught)"
         );
         assert!(!injected(|| leveldb_bloom_version()).is_null());
+        assert!(injected(|| leveldb_bloom_policy_counted(policy)).is_null());
         let mut stats = leveldb_bloom_stats::default();
         assert_eq!(injected(|| leveldb_bloom_global_stats(&mut stats)), PANIC);
         injected(|| leveldb_bloom_global_stats_reset());

@@ -34,8 +34,15 @@ fn stats(filters_built: u64, keys_added: u64, queries: u64, no_match: u64) -> le
 fn policy_and_global_statistics() {
     leveldb_bloom_global_stats_reset();
     assert_eq!(global(), stats(0, 0, 0, 0));
-    let a = leveldb_bloom_policy_create(10);
-    let b = leveldb_bloom_policy_create(10);
+    // Counting policies, and one that counts nothing.
+    let uncounted = leveldb_bloom_policy_create(10);
+    // SAFETY: a live policy.
+    let (a, b) = unsafe {
+        (
+            leveldb_bloom_policy_counted(uncounted),
+            leveldb_bloom_policy_counted(uncounted),
+        )
+    };
     let keys: [&[u8]; 3] = [b"k1", b"k2", b"k3"];
     let ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr().cast()).collect();
     let lens: Vec<usize> = keys.iter().map(|k| k.len()).collect();
@@ -63,6 +70,26 @@ fn policy_and_global_statistics() {
                 filter.len(),
             )
         };
+        // The uncounted policy's work counts nowhere.
+        let before = global();
+        assert!(query(uncounted, b"k1"));
+        let mut unused = [0u8; 64];
+        leveldb_bloom_create_filter(
+            uncounted,
+            ptrs.as_ptr(),
+            lens.as_ptr(),
+            3,
+            unused.as_mut_ptr(),
+            64,
+            &mut len,
+        );
+        assert_eq!(global(), before);
+        let mut s = leveldb_bloom_stats::default();
+        let not_counted = LEVELDB_BLOOM_ERR_NOT_COUNTED as c_int;
+        assert_eq!(leveldb_bloom_policy_stats(uncounted, &mut s), not_counted);
+        assert_eq!(leveldb_bloom_policy_stats_reset(uncounted), not_counted);
+        leveldb_bloom_policy_destroy(uncounted);
+
         assert!(query(a, b"k1"));
         let absent: Vec<bool> = (0..100u32).map(|i| query(a, &i.to_le_bytes())).collect();
         let rejected = absent.iter().filter(|&&m| !m).count() as u64;

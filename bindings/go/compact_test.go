@@ -416,9 +416,14 @@ func TestCompactTooFewBitsMatchEverything(t *testing.T) {
 }
 
 func TestCompactStatsAndClose(t *testing.T) {
-	p, err := NewCompactPolicy(10)
+	uncounted, err := NewCompactPolicy(10)
 	if err != nil {
 		t.Fatal(err)
+	}
+	p, err := uncounted.Counted()
+	uncounted.Close()
+	if err != nil || p.Format() != FormatCompact {
+		t.Fatalf("Counted() = %v, %v", p, err)
 	}
 	f, _ := p.CreateFilter([][]byte{[]byte("a"), []byte("b"), []byte("b")})
 	noMatch := queryCountingNoMatch(p, f, []string{"a", "b", "x", "y"}, []string{"a", "q"})

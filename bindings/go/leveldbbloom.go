@@ -93,6 +93,7 @@ const (
 	ErrPanic           Status = C.LEVELDB_BLOOM_ERR_PANIC
 	ErrTooLarge        Status = C.LEVELDB_BLOOM_ERR_TOO_LARGE
 	ErrOutOfMemory     Status = C.LEVELDB_BLOOM_ERR_OUT_OF_MEMORY
+	ErrNotCounted      Status = C.LEVELDB_BLOOM_ERR_NOT_COUNTED
 )
 
 // String is the library's description of the status (leveldb_bloom_status_message).
@@ -157,8 +158,8 @@ func statsFromC(s *C.leveldb_bloom_stats) Stats {
 	return Stats{uint64(s.filters_built), uint64(s.keys_added), uint64(s.queries), uint64(s.no_match)}
 }
 
-// GlobalStats is what every policy in the process has counted (destroyed ones included)
-// since start or the last ResetGlobalStats.
+// GlobalStats is what every counted policy in the process (Policy.Counted, destroyed ones
+// included) has counted since start or the last ResetGlobalStats.
 func GlobalStats() (Stats, error) {
 	var s C.leveldb_bloom_stats
 	if err := check(C.leveldb_bloom_global_stats(&s), "GlobalStats"); err != nil {
@@ -275,6 +276,19 @@ func NewPolicyForFPRate(rate float64, format Format) (*Policy, error) {
 		}
 	}
 	return newPolicy(c, "NewPolicyForFPRate")
+}
+
+// Counted returns a new policy that builds and answers exactly as p does and also counts
+// its work, for Stats and GlobalStats (leveldb_bloom_policy_counted). Other policies count
+// nothing, and their queries do no work for statistics. p stays open and unchanged; the
+// caller closes both.
+func (p *Policy) Counted() (*Policy, error) {
+	c := p.acquire()
+	if c == nil {
+		return nil, ErrClosed
+	}
+	defer p.mu.RUnlock()
+	return newPolicy(C.leveldb_bloom_policy_counted(c), "Counted")
 }
 
 // Close frees the C policy. It waits for calls in flight; later calls do nothing.
@@ -440,7 +454,8 @@ func (p *Policy) MayMatchBatch(keys [][]byte, filter []byte) ([]bool, error) {
 	return answers, nil
 }
 
-// Stats is what this policy has counted since its creation or its last ResetStats.
+// Stats is what this policy has counted since its creation or its last ResetStats; an
+// *Error with ErrNotCounted unless the policy was made by Counted.
 func (p *Policy) Stats() (Stats, error) {
 	c := p.acquire()
 	if c == nil {
@@ -454,7 +469,8 @@ func (p *Policy) Stats() (Stats, error) {
 	return statsFromC(&s), nil
 }
 
-// ResetStats restarts this policy's counts from zero.
+// ResetStats restarts this policy's counts from zero; an *Error with ErrNotCounted unless
+// the policy was made by Counted.
 func (p *Policy) ResetStats() error {
 	c := p.acquire()
 	if c == nil {

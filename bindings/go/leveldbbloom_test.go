@@ -308,7 +308,26 @@ func TestNoFalseNegativesAndBatchEqualsSingle(t *testing.T) {
 
 func TestStats(t *testing.T) {
 	ResetGlobalStats()
-	p := mustPolicy(t, 10)
+	uncounted := mustPolicy(t, 10)
+	p, err := uncounted.Counted()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// The uncounted policy keeps no statistics, and its work is in no count.
+	if _, err := uncounted.CreateFilter([][]byte{[]byte("u")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := uncounted.Stats(); !errors.Is(err, &Error{Status: ErrNotCounted}) {
+		t.Errorf("Stats of an uncounted policy: %v", err)
+	}
+	if err := uncounted.ResetStats(); !errors.Is(err, &Error{Status: ErrNotCounted}) {
+		t.Errorf("ResetStats of an uncounted policy: %v", err)
+	}
+	uncounted.Close()
+	if _, err := uncounted.Counted(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Counted after Close: %v", err)
+	}
 	f, _ := p.CreateFilter([][]byte{[]byte("a"), []byte("b"), []byte("b")})
 	noMatch := queryCountingNoMatch(p, f, []string{"a", "b", "x", "y", "z"}, []string{"a", "q"})
 	s, err := p.Stats()

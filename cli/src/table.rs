@@ -231,7 +231,8 @@ pub fn for_each_entry(
         if next_restart < restarts as usize && restart(next_restart) <= entry_start {
             if restart(next_restart) != entry_start || shared != 0 {
                 return Err(bad(&format!(
-                    "restart point {next_restart} at block byte {} is not an entry that                      starts a key (LevelDB's lookups would read garbage)",
+                    "restart point {next_restart} at block byte {} is not an entry that \
+                     starts a key (LevelDB's lookups would read garbage)",
                     restart(next_restart)
                 )));
             }
@@ -359,7 +360,8 @@ impl<'a> Table<'a> {
             };
             // LevelDB writes the data blocks one after another, each once.
             if entries.last().is_some_and(|last| {
-                handle.offset < last.handle.offset + last.handle.size + TRAILER_LEN as u64
+                let end = last.handle.offset.saturating_add(last.handle.size);
+                handle.offset < end.saturating_add(TRAILER_LEN as u64)
             }) {
                 bad_entry.get_or_insert("index entries out of order or overlapping");
             }

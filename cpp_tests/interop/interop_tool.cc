@@ -134,7 +134,7 @@ class Policy {
 
     std::string type;
     if (mode == Mode::kCallbacks) {
-      state_ = leveldb_bloom_policy_create(kBitsPerKey);
+      state_ = support::counted(leveldb_bloom_policy_create(kBitsPerKey));
       if (state_ == nullptr) die("leveldb_bloom_policy_create failed");
       c_policy_ = leveldb_filterpolicy_create(state_, leveldb_bloom_cb_destructor,
                                               leveldb_bloom_cb_create_filter,
@@ -157,6 +157,11 @@ class Policy {
         die("drop-in policy has dynamic type %s (from %s)", type, type_home);
       }
       if (is_dropin(mode)) {
+        // The drop-in counts its work only for a statistics file.
+        const char* stats_file = std::getenv("LEVELDB_BLOOM_STATS_FILE");
+        if (stats_file == nullptr || *stats_file == '\0') {
+          die("dropin mode needs LEVELDB_BLOOM_STATS_FILE, or the drop-in counts nothing");
+        }
         // The drop-in's own count of NewBloomFilterPolicy calls it served.
         using Count = uint64_t (*)();
         auto created =
@@ -190,8 +195,9 @@ class Policy {
   const leveldb::FilterPolicy* get() const { return policy_; }
   Mode mode() const { return mode_; }
 
-  // What leveldb-bloom counted: the policy's own counts for callbacks, the process-wide
-  // counts (the drop-in's) for dropin, and for stock the process-wide counts of
+  // What leveldb-bloom counted: the counted policy's own counts for callbacks, the
+  // process-wide counts (the drop-in's, kept because LEVELDB_BLOOM_STATS_FILE is set) for
+  // dropin, and for stock the process-wide counts of
   // libleveldb_bloom.so, which must stay zero.
   leveldb_bloom_stats stats() const {
     leveldb_bloom_stats s{};

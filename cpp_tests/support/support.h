@@ -196,6 +196,14 @@ struct KeyArrays {
 // Policies: LevelDB's, the C API's, the drop-in's.
 // ---------------------------------------------------------------------------------------
 
+// A counting copy of `policy` (leveldb_bloom_policy_counted), which is destroyed; NULL if
+// `policy` is NULL.
+inline leveldb_bloom_policy* counted(leveldb_bloom_policy* policy) {
+  leveldb_bloom_policy* c = leveldb_bloom_policy_counted(policy);
+  leveldb_bloom_policy_destroy(policy);
+  return c;
+}
+
 // Unique ownership of a leveldb_bloom_policy* (the C API).
 struct RustPolicy {
   explicit RustPolicy(int bits_per_key) : p(leveldb_bloom_policy_create(bits_per_key)) {}

@@ -4,9 +4,10 @@
 //! `libleveldb.a`. LevelDB's `leveldb_filterpolicy_create_bloom` calls that function too, so
 //! C callers are served as well. The library also carries the whole leveldb-bloom C API.
 //!
-//! Setting `LEVELDB_BLOOM_STATS_FILE` makes the process write the global statistics to that
-//! file at exit, so that a program that knows nothing of leveldb-bloom can be shown to use it
-//! (not in set-user-ID or other secure-execution programs, and never through a symlink).
+//! Setting `LEVELDB_BLOOM_STATS_FILE` makes the drop-in's policies count their work and the
+//! process write the global statistics to that file at exit, so that a program that knows
+//! nothing of leveldb-bloom can be shown to use it (not in set-user-ID or other
+//! secure-execution programs, and never through a symlink). Unset, nothing is counted.
 //! `LEVELDB_BLOOM_FORMAT` and `LEVELDB_BLOOM_BITS_PER_KEY` choose the filters it builds
 //! (`format.rs`). Nothing the drop-in does can end the program it serves: a warning that
 //! standard error does not take is dropped, a failed statistics file is not written.
@@ -47,9 +48,21 @@ pub extern "C-unwind" fn new_bloom_filter_policy(bits_per_key: c_int) -> *const 
 fn new_policy_object(bits_per_key: c_int) -> *const c_void {
     POLICIES_CREATED.fetch_add(1, Relaxed);
     register_stats_file_at_exit();
+    let policy = create_policy(bits_per_key);
+    // Counting only for the statistics file: otherwise the queries do no work for it.
+    let policy = if stats_file().is_some() {
+        // SAFETY: `policy` is NULL or a live policy, destroyed once here after the copy.
+        unsafe {
+            let counted = ffi::leveldb_bloom_policy_counted(policy);
+            ffi::leveldb_bloom_policy_destroy(policy);
+            counted
+        }
+    } else {
+        policy
+    };
     // SAFETY: `policy` is NULL or a live policy from the C API, whose ownership passes to the
     // shim; NULL throws, as LevelDB's own `new` does when memory runs out.
-    unsafe { leveldb_bloom_dropin_new_filter_policy(create_policy(bits_per_key).cast()) }
+    unsafe { leveldb_bloom_dropin_new_filter_policy(policy.cast()) }
 }
 
 /// The C policy for a program that asked for `bits_per_key`, in the format the environment

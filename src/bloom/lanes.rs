@@ -96,7 +96,7 @@ where
     #[cfg(target_arch = "x86_64")]
     if level.has_avx2() {
         if let Some(divisor) = LaneDivisor::new(array.len()) {
-            // SAFETY: `level` says the processor has AVX2.
+            // SAFETY: `level` says the processor has AVX2; `divisor` is the array's.
             unsafe { x86::set(keys, k, array, divisor) };
             return true;
         }
@@ -155,9 +155,9 @@ mod x86 {
     }
 
     /// A group of this many keys or fewer (the last of a filter or a batch) is answered by
-    /// the scalar code: a group in lanes costs as much as a few scalar keys
+    /// the scalar code: below it, a group in lanes costs more than its keys do one by one
     /// (`docs/performance-notes.md`).
-    const SCALAR_TAIL: usize = 4;
+    const SCALAR_TAIL: usize = 2;
 
     /// Fills the lanes past the first `n` keys of a group with its first key: a partial
     /// group of more than [`SCALAR_TAIL`] keys runs in lanes too. (The copies' answers are
@@ -170,7 +170,7 @@ mod x86 {
     /// [`super::set_in_lanes`] once the lanes may run.
     ///
     /// # Safety
-    /// The processor has AVX2.
+    /// The processor has AVX2, and `divisor` is `LaneDivisor::new(array.len())`.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn set<I>(keys: &mut I, k: u8, array: &mut [u8], divisor: LaneDivisor)
     where
@@ -179,6 +179,9 @@ mod x86 {
     {
         let lanes = Lanes::new(divisor);
         let one = _mm256_set1_epi32(1);
+        // The last byte of the array: a position is clamped to it (it is below it already,
+        // by the module's rule) so that the stores below need no check of their own.
+        let last_byte = _mm256_set1_epi32(divisor.bytes as i32 - 1);
         const PROBE_CHUNK: usize = 8;
         let mut bytes_at = [[0u32; LANES]; PROBE_CHUNK];
         let mut masks = bytes_at;
@@ -211,6 +214,7 @@ mod x86 {
                 let chunk = probes.min(PROBE_CHUNK);
                 for (at, mask) in bytes_at[..chunk].iter_mut().zip(&mut masks[..chunk]) {
                     let (byte, bit) = lanes.byte_and_bit(h);
+                    let byte = _mm256_min_epu32(byte, last_byte);
                     // SAFETY: `at` and `mask` are 8 writable `u32`s each; the stores are
                     // unaligned.
                     unsafe {
@@ -219,17 +223,44 @@ mod x86 {
                     }
                     h = _mm256_add_epi32(h, delta);
                 }
-                for (at, mask) in bytes_at[..chunk].iter().zip(&masks[..chunk]) {
-                    for lane in 0..LANES {
-                        if let Some(byte) = array.get_mut(at[lane] as usize) {
-                            *byte |= mask[lane] as u8;
-                        }
-                    }
-                }
+                // The keys' lanes only: the copies of the first key would set its bits again.
+                let (at, masks) = (&bytes_at[..chunk], &masks[..chunk]);
+                // SAFETY: every position was clamped to `divisor.bytes - 1`, the array's last
+                // byte (the caller's contract).
+                unsafe { set_bits(array, at, masks, n) };
                 probes -= chunk;
             }
             if n < LANES {
                 return;
+            }
+        }
+    }
+
+    /// Sets the bits `masks` of the bytes `at` of `array`, the first `lanes` of each row.
+    ///
+    /// # Safety
+    /// Every position in `at` is inside `array`.
+    #[inline(always)]
+    unsafe fn set_bits(
+        array: &mut [u8],
+        at: &[[u32; LANES]],
+        masks: &[[u32; LANES]],
+        lanes: usize,
+    ) {
+        let mut set = |at: u32, mask: u32| {
+            // SAFETY: `at` is inside `array` (the caller's contract).
+            unsafe { *array.get_unchecked_mut(at as usize) |= mask as u8 };
+        };
+        for (at, mask) in at.iter().zip(masks) {
+            if lanes == LANES {
+                // A full row, the usual one: unrolled.
+                for lane in 0..LANES {
+                    set(at[lane], mask[lane]);
+                }
+            } else {
+                for lane in 0..lanes.min(LANES) {
+                    set(at[lane], mask[lane]);
+                }
             }
         }
     }

@@ -226,8 +226,9 @@ pub fn expected_false_positive_rate(filter: &[u8], keys: usize) -> Option<f64> {
 }
 
 /// Whether `key` may be in a `leveldb.BuiltinBloomFilter2` filter (the format rules of
-/// [`BloomPolicy`]'s `key_may_match`).
-#[inline]
+/// [`BloomPolicy`]'s `key_may_match`). Always inlined: the C API compiles it into each of its
+/// query functions, one of them for BMI2.
+#[inline(always)]
 pub(crate) fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
     may_match_hashed(ProbeStart::of(key), filter)
 }
@@ -385,9 +386,11 @@ fn halves_set<const REDUCES: bool>(
 ) -> bool {
     let (mut h, delta) = (start.h, start.delta);
     let first = probes.div_ceil(2);
-    let mut all_set = true;
+    // Bit 0 of the AND of every probed byte shifted down to its probe's bit; shifted as a
+    // u32, which BMI2 shifts by any register (a byte shift needs the count in CL).
+    let mut all_set = 1u32;
     for probe in 0..probes {
-        if probe == first && !all_set {
+        if probe == first && all_set & 1 == 0 {
             return false;
         }
         let (byte, bit) = if REDUCES {
@@ -395,10 +398,10 @@ fn halves_set<const REDUCES: bool>(
         } else {
             remainder.byte_and_bit(h)
         };
-        all_set &= array.get(byte).is_none_or(|byte| byte >> bit & 1 != 0);
+        all_set &= array.get(byte).map_or(1, |&byte| u32::from(byte) >> bit);
         h = h.wrapping_add(delta);
     }
-    all_set
+    all_set & 1 != 0
 }
 
 /// Where a key's probes start and how far apart they are.

@@ -10,6 +10,7 @@ pub(crate) type FfiResult<T> = Result<T, leveldb_bloom_status>;
 
 /// Runs `body`; a panic inside becomes `on_panic` instead of unwinding into C. Every entry
 /// point runs its work through this (or the helpers below).
+#[inline(always)]
 pub(crate) fn guard<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(|| {
         #[cfg(feature = "panic-injection")]
@@ -213,7 +214,8 @@ pub struct leveldb_bloom_slice {
 }
 
 /// The keys of a C key array, in either layout the API takes, checked once so that
-/// iterating cannot fail.
+/// iterating cannot fail. Made only by [`KeyArray::split`] and [`KeyArray::slices`]; read
+/// with [`with_keys`].
 #[derive(Clone, Copy)]
 pub(crate) enum KeyArray<'a> {
     /// `num_keys` pointers and as many lengths.
@@ -261,34 +263,89 @@ impl<'a> KeyArray<'a> {
         }
     }
 
-    fn raw(self, i: usize) -> (*const libc::c_char, usize) {
+    /// Refuses a NULL key with a length (`NULL_ARGUMENT`) before a length no object can have
+    /// (`INVALID_ARGUMENT`). Every key is looked at without a branch, so that the check
+    /// costs a filter's creation next to nothing.
+    fn check(self) -> FfiResult<()> {
+        // Integers, not booleans, so that the loops vectorise; a length above isize::MAX
+        // sets the top bit of the lengths' OR.
+        let (mut null_with_length, mut lengths) = (0usize, 0usize);
+        let mut look = |key: *const libc::c_char, len: usize| {
+            null_with_length |= usize::from(key.is_null()) & usize::from(len != 0);
+            lengths |= len;
+        };
         match self {
-            KeyArray::Split { keys, lens } => (keys[i], lens[i]),
-            KeyArray::Slices(slices) => (slices[i].data, slices[i].len),
+            KeyArray::Split { keys, lens } => keys.iter().zip(lens).for_each(|(&k, &l)| look(k, l)),
+            KeyArray::Slices(slices) => slices.iter().for_each(|s| look(s.data, s.len)),
+        }
+        let (null_with_length, impossible) = (null_with_length != 0, lengths > isize::MAX as usize);
+        if null_with_length {
+            Err(LEVELDB_BLOOM_ERR_NULL_ARGUMENT)
+        } else if impossible {
+            Err(LEVELDB_BLOOM_ERR_INVALID_ARGUMENT)
+        } else {
+            Ok(())
         }
     }
+}
 
-    /// Refuses a NULL key with a length, a misaligned array, or an impossible length.
-    fn check(self) -> FfiResult<()> {
-        for i in 0..self.len() {
-            let (key, len) = self.raw(i);
-            if key.is_null() {
-                if len != 0 {
-                    return Err(LEVELDB_BLOOM_ERR_NULL_ARGUMENT);
-                }
-            } else {
-                check_extent(key, len)?;
+/// Runs `$body` with `$keys` an iterator over the keys of the checked [`KeyArray`]
+/// `$array`, compiled once per layout, so that taking a key does not ask which layout it is.
+macro_rules! with_keys {
+    ($array:expr, |$keys:ident| $body:expr) => {
+        match $array {
+            $crate::ffi::boundary::KeyArray::Split { keys, lens } => {
+                // SAFETY: a `KeyArray` is made only by its constructors, which check it.
+                let $keys = unsafe { $crate::ffi::boundary::split_keys(keys, lens) };
+                $body
+            }
+            $crate::ffi::boundary::KeyArray::Slices(slices) => {
+                // SAFETY: as above.
+                let $keys = unsafe { $crate::ffi::boundary::slice_keys(slices) };
+                $body
             }
         }
-        Ok(())
-    }
+    };
+}
+pub(crate) use with_keys;
 
-    pub(crate) fn iter(self) -> impl ExactSizeIterator<Item = &'a [u8]> {
-        (0..self.len()).map(move |i| {
-            let (key, len) = self.raw(i);
-            // SAFETY: `check` refused NULL with a length, misalignment and impossible
-            // extents; the constructor's caller guaranteed the bytes.
-            unsafe { try_slice(key.cast::<u8>(), len) }.unwrap_or_default()
-        })
-    }
+/// The keys of a [`KeyArray::Split`].
+///
+/// # Safety
+/// The arrays are a `KeyArray`'s, made by its constructor (which checked them).
+pub(crate) unsafe fn split_keys<'a>(
+    keys: &'a [*const libc::c_char],
+    lens: &'a [usize],
+) -> impl ExactSizeIterator<Item = &'a [u8]> {
+    // SAFETY: forwarded from this function's contract.
+    keys.iter()
+        .zip(lens)
+        .map(|(&key, &len)| unsafe { key_bytes(key, len) })
+}
+
+/// The keys of a [`KeyArray::Slices`].
+///
+/// # Safety
+/// As for [`split_keys`].
+pub(crate) unsafe fn slice_keys(
+    slices: &[leveldb_bloom_slice],
+) -> impl ExactSizeIterator<Item = &[u8]> {
+    // SAFETY: forwarded from this function's contract.
+    slices.iter().map(|s| unsafe { key_bytes(s.data, s.len) })
+}
+
+/// A key of a checked [`KeyArray`] as bytes (a NULL key has length 0 there).
+///
+/// # Safety
+/// `key` is NULL with `len` 0, or points to `len <= isize::MAX` bytes that stay unchanged
+/// for `'a`.
+#[inline(always)]
+unsafe fn key_bytes<'a>(key: *const libc::c_char, len: usize) -> &'a [u8] {
+    let key = if key.is_null() {
+        std::ptr::NonNull::dangling().as_ptr()
+    } else {
+        key.cast()
+    };
+    // SAFETY: not NULL, and forwarded from this function's contract.
+    unsafe { std::slice::from_raw_parts(key, len) }
 }

@@ -3,8 +3,9 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use super::boundary::{FfiResult, KeyArray, guard, guard_query, try_filter, try_ref, try_slice};
+use super::boundary::{FfiResult, KeyArray, guard, try_ref, with_keys};
 use super::policy::{POLICY_NAME, leveldb_bloom_policy, leveldb_bloom_policy_destroy};
+use super::query::leveldb_bloom_key_may_match;
 use super::status::leveldb_bloom_status::*;
 use crate::policy::FilterPolicy;
 
@@ -79,7 +80,7 @@ unsafe fn malloc_filter(
     }
     // SAFETY: `buffer` holds `len` zeroed bytes that only this function knows of.
     let filter = unsafe { std::slice::from_raw_parts_mut(buffer, len) };
-    if let Err(error) = policy.policy.create_filter_into(keys.iter(), filter) {
+    if let Err(error) = with_keys!(keys, |keys| policy.policy.create_filter_into(keys, filter)) {
         // SAFETY: `buffer` came from calloc and nothing else refers to it.
         unsafe { libc::free(buffer.cast()) };
         return Err(error.into());
@@ -114,18 +115,10 @@ pub unsafe extern "C" fn leveldb_bloom_cb_key_may_match(
     filter: *const c_char,
     filter_length: usize,
 ) -> u8 {
-    let answer = guard_query(|| {
-        // SAFETY: forwarded from this function's contract.
-        let (policy, key, filter) = unsafe {
-            (
-                try_ref(state.cast::<leveldb_bloom_policy>())?,
-                try_slice(key.cast::<u8>(), length)?,
-                try_filter(filter.cast(), filter_length)?,
-            )
-        };
-        Ok(policy.policy.key_may_match(key, filter))
-    });
-    u8::from(answer)
+    // SAFETY: forwarded from this function's contract.
+    u8::from(unsafe {
+        leveldb_bloom_key_may_match(state.cast(), key, length, filter.cast(), filter_length)
+    })
 }
 
 /// LevelDB's `name` callback: `"leveldb.BuiltinBloomFilter2"`, a static string that stays

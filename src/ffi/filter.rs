@@ -2,9 +2,9 @@
 
 use std::ffi::{c_char, c_int};
 
+use super::boundary::try_zeroed_bytes_mut;
 use super::boundary::{Batch, leveldb_bloom_slice, try_mut};
-use super::boundary::{FfiResult, KeyArray, guard_query, guard_status, try_filter, try_ref};
-use super::boundary::{try_slice, try_zeroed_bytes_mut};
+use super::boundary::{FfiResult, KeyArray, guard_status, try_filter, try_ref, with_keys};
 use super::policy::leveldb_bloom_policy;
 use super::status::leveldb_bloom_status::*;
 use crate::policy::FilterPolicy;
@@ -106,38 +106,8 @@ unsafe fn build_into(
     // uninitialised); bytes past them stay untouched.
     // SAFETY: `out_cap >= needed` writable bytes at a non-NULL `out`, by the contract.
     let out = unsafe { try_zeroed_bytes_mut(out, needed) }?;
-    *out_len = policy.policy.create_filter_into(keys.iter(), out)?;
+    *out_len = with_keys!(keys, |keys| policy.policy.create_filter_into(keys, out))?;
     Ok(())
-}
-
-/// Whether `key` may be in `filter` (a filter built by this library or by LevelDB with any
-/// bits per key), answered exactly as LevelDB answers, malformed filters included.
-///
-/// `true` means "may match"; `false` means the key is certainly absent. Anything that cannot
-/// be answered (NULL policy or filter, a NULL key with a length) answers `true`, since a wrong
-/// `false` would hide stored data.
-///
-/// # Safety
-/// Non-NULL `key` and `filter` point to `key_len` and `filter_len` readable bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn leveldb_bloom_key_may_match(
-    policy: *const leveldb_bloom_policy,
-    key: *const c_char,
-    key_len: usize,
-    filter: *const u8,
-    filter_len: usize,
-) -> bool {
-    guard_query(|| {
-        // SAFETY: the caller guarantees NULL or a live policy, and the byte extents.
-        let (policy, key, filter) = unsafe {
-            (
-                try_ref(policy)?,
-                try_slice(key.cast(), key_len)?,
-                try_filter(filter, filter_len)?,
-            )
-        };
-        Ok(policy.policy.key_may_match(key, filter))
-    })
 }
 
 /// Answers `leveldb_bloom_key_may_match` for `num_keys` keys against one filter, faster
@@ -173,7 +143,10 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match_batch(
             )
         };
         // Every query counts: `results` has one per key.
-        policy.policy.policy().keys_may_match(keys.iter(), filter, results);
+        with_keys!(keys, |keys| policy
+            .policy
+            .policy()
+            .keys_may_match(keys, filter, results));
         policy.policy.count_queries(results);
         Ok(())
     })

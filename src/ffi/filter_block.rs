@@ -4,7 +4,7 @@ use std::ffi::{c_char, c_int};
 
 use super::boundary::try_slice;
 use super::boundary::{Batch, try_filter, try_mut, try_ref};
-use super::boundary::{KeyArray, destroy, guard, guard_query, guard_status};
+use super::boundary::{KeyArray, destroy, guard, guard_query, guard_status, with_keys};
 use super::policy::{Policy, leveldb_bloom_policy};
 use crate::filter_block::{FilterBlockBuilder, FilterBlockReader};
 use crate::stats::Counted;
@@ -196,8 +196,8 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match_batch(
             )
         };
         let reader = FilterBlockReader::new(policy.policy.policy(), block);
-        let queries = offsets.iter().copied().zip(keys.iter());
-        reader.keys_may_match(queries, results);
+        with_keys!(keys, |keys| reader
+            .keys_may_match(offsets.iter().copied().zip(keys), results));
         policy.policy.count_queries(results);
         Ok(())
     })

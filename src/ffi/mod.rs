@@ -12,6 +12,8 @@ mod policy;
 
 mod filter;
 
+mod query;
+
 mod stats;
 
 mod about;
@@ -30,5 +32,6 @@ pub use callbacks::*;
 pub use filter::*;
 pub use filter_block::*;
 pub use policy::*;
+pub use query::leveldb_bloom_key_may_match;
 pub use stats::*;
 pub use status::leveldb_bloom_status;

@@ -3,6 +3,7 @@
 use std::ffi::{CStr, c_char, c_int};
 
 use super::boundary::{destroy, guard, try_ref};
+use super::query::{Query, query_for};
 use crate::bloom::BloomPolicy;
 use crate::compact::CompactPolicy;
 use crate::error::Error;
@@ -10,12 +11,23 @@ use crate::policy::{FilterPolicy, sealed::WriteFilter};
 use crate::stats::Counted;
 
 /// A filter policy named `leveldb.BuiltinBloomFilter2`: LevelDB's Bloom filters, or the
-/// opt-in compact format, for one bits-per-key setting. Immutable after creation: one policy
-/// may be used from any number of threads at once.
+/// opt-in compact format, for one bits-per-key setting, counting its work or not. Immutable
+/// after creation: one policy may be used from any number of threads at once.
 #[allow(non_camel_case_types)]
 pub struct leveldb_bloom_policy {
-    /// Counting into counts shared with the filter block builders made from this policy.
+    /// How `leveldb_bloom_key_may_match` answers for this policy, chosen when it is made,
+    /// so that a single-key query branches on nothing but its arguments' checks.
+    pub(crate) query: Query,
+    /// Counting, if asked to, into counts shared with the filter block builders made from
+    /// this policy.
     pub(crate) policy: Counted<Policy>,
+}
+
+impl leveldb_bloom_policy {
+    fn new(policy: Counted<Policy>) -> Box<Self> {
+        let query = query_for(&policy);
+        Box::new(leveldb_bloom_policy { query, policy })
+    }
 }
 
 /// The policy of a C policy object, of the format chosen at its creation.
@@ -84,14 +96,37 @@ pub extern "C" fn leveldb_bloom_policy_create(bits_per_key: c_int) -> *mut level
     })
 }
 
-/// A new C policy object for `policy`, or NULL for an error.
+/// A new C policy object for `policy`, not counting, or NULL for an error.
 fn into_raw(policy: Result<Policy, Error>) -> *mut leveldb_bloom_policy {
     match policy {
-        Ok(policy) => Box::into_raw(Box::new(leveldb_bloom_policy {
-            policy: Counted::new(policy),
-        })),
+        Ok(policy) => Box::into_raw(leveldb_bloom_policy::new(Counted::uncounted(policy))),
         Err(_) => std::ptr::null_mut(),
     }
+}
+
+/// Creates a policy that builds and answers exactly as `policy` does and also counts its
+/// work: the filters it builds, the keys in them, the queries it answers and the "no match"
+/// answers among them (`leveldb_bloom_policy_stats`), into counts of its own and into the
+/// process-wide ones (`leveldb_bloom_global_stats`). Filter block builders made from it count
+/// as it does. Policies made by the other `_create` functions count nothing, and their
+/// queries do no work for statistics.
+///
+/// Returns NULL if `policy` is NULL or memory runs out. The caller owns the new policy, and
+/// still owns `policy`; each is released with `leveldb_bloom_policy_destroy`.
+///
+/// # Safety
+/// `policy` is NULL or a live policy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_bloom_policy_counted(
+    policy: *const leveldb_bloom_policy,
+) -> *mut leveldb_bloom_policy {
+    guard(std::ptr::null_mut(), || {
+        // SAFETY: the caller guarantees NULL or a live policy.
+        match unsafe { try_ref(policy) } {
+            Ok(p) => Box::into_raw(leveldb_bloom_policy::new(Counted::new(*p.policy.policy()))),
+            Err(_) => std::ptr::null_mut(),
+        }
+    })
 }
 
 /// The filter formats a policy can build (`leveldb_bloom_policy_create_for_fp_rate`,

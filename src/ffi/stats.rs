@@ -4,6 +4,7 @@ use std::ffi::c_int;
 
 use super::boundary::{guard, guard_status, try_mut, try_ref};
 use super::policy::leveldb_bloom_policy;
+use super::status::leveldb_bloom_status::LEVELDB_BLOOM_ERR_NOT_COUNTED;
 use crate::stats::StatsSnapshot;
 
 /// Filter statistics, as returned by `leveldb_bloom_policy_stats` and
@@ -33,12 +34,13 @@ impl From<StatsSnapshot> for leveldb_bloom_stats {
     }
 }
 
-/// Stores in `*stats` what `policy` has counted since its creation or its last reset
-/// (filter block builders made from it count into it too). Counting is thread-safe and
-/// costs no shared cache line between threads; a read while other threads work sees each
-/// counter at some moment during the call.
+/// Stores in `*stats` what `policy`, a counting policy (`leveldb_bloom_policy_counted`), has
+/// counted since its creation or its last reset (filter block builders made from it count
+/// into it too). Counting is thread-safe and costs no shared cache line between threads; a
+/// read while other threads work sees each counter at some moment during the call.
 ///
-/// Errors: `NULL_ARGUMENT` (policy or stats); `PANIC`.
+/// Errors: `NULL_ARGUMENT` (policy or stats); `NOT_COUNTED` (a policy that does not count;
+/// `*stats` is left alone); `PANIC`.
 ///
 /// # Safety
 /// `policy` is NULL or a live policy; `stats` is NULL or writable.
@@ -50,6 +52,9 @@ pub unsafe extern "C" fn leveldb_bloom_policy_stats(
     guard_status(|| {
         // SAFETY: the caller guarantees NULL or valid pointers.
         let (policy, stats) = unsafe { (try_ref(policy)?, try_mut(stats)?) };
+        if !policy.policy.counts() {
+            return Err(LEVELDB_BLOOM_ERR_NOT_COUNTED);
+        }
         *stats = policy.policy.stats().into();
         Ok(())
     })
@@ -57,7 +62,7 @@ pub unsafe extern "C" fn leveldb_bloom_policy_stats(
 
 /// Restarts `policy`'s counts from zero. The process-wide counts are not affected.
 ///
-/// Errors: `NULL_ARGUMENT`; `PANIC`.
+/// Errors: `NULL_ARGUMENT`; `NOT_COUNTED` (a policy that does not count); `PANIC`.
 ///
 /// # Safety
 /// `policy` is NULL or a live policy.
@@ -67,14 +72,19 @@ pub unsafe extern "C" fn leveldb_bloom_policy_stats_reset(
 ) -> c_int {
     guard_status(|| {
         // SAFETY: the caller guarantees NULL or a live policy.
-        unsafe { try_ref(policy) }?.policy.reset_stats();
+        let policy = unsafe { try_ref(policy) }?;
+        if !policy.policy.counts() {
+            return Err(LEVELDB_BLOOM_ERR_NOT_COUNTED);
+        }
+        policy.policy.reset_stats();
         Ok(())
     })
 }
 
-/// Stores in `*stats` what every policy of this library in the process has counted since
-/// start or the last `leveldb_bloom_global_stats_reset`, destroyed policies and the
-/// drop-in library's included.
+/// Stores in `*stats` what every counting policy of this library in the process
+/// (`leveldb_bloom_policy_counted`; the drop-in's when `LEVELDB_BLOOM_STATS_FILE` is set) has
+/// counted since start or the last `leveldb_bloom_global_stats_reset`, destroyed policies
+/// included. Policies that do not count add nothing.
 ///
 /// Errors: `NULL_ARGUMENT`; `PANIC`.
 ///

@@ -31,13 +31,16 @@ pub enum leveldb_bloom_status {
     LEVELDB_BLOOM_ERR_TOO_LARGE = 7,
     /// Memory could not be allocated.
     LEVELDB_BLOOM_ERR_OUT_OF_MEMORY = 8,
+    /// The policy does not count: statistics are kept only by the policies
+    /// `leveldb_bloom_policy_counted` makes.
+    LEVELDB_BLOOM_ERR_NOT_COUNTED = 9,
 }
 
 use leveldb_bloom_status::*;
 
 impl leveldb_bloom_status {
     /// Every status, for the message table and its test.
-    pub(crate) const ALL: [leveldb_bloom_status; 9] = [
+    pub(crate) const ALL: [leveldb_bloom_status; 10] = [
         LEVELDB_BLOOM_OK,
         LEVELDB_BLOOM_ERR_NULL_ARGUMENT,
         LEVELDB_BLOOM_ERR_INVALID_ARGUMENT,
@@ -47,6 +50,7 @@ impl leveldb_bloom_status {
         LEVELDB_BLOOM_ERR_PANIC,
         LEVELDB_BLOOM_ERR_TOO_LARGE,
         LEVELDB_BLOOM_ERR_OUT_OF_MEMORY,
+        LEVELDB_BLOOM_ERR_NOT_COUNTED,
     ];
 
     /// A static, NUL-terminated description.
@@ -63,6 +67,7 @@ impl leveldb_bloom_status {
             LEVELDB_BLOOM_ERR_PANIC => c"internal error (a panic was caught)",
             LEVELDB_BLOOM_ERR_TOO_LARGE => c"size overflows what the filter format can hold",
             LEVELDB_BLOOM_ERR_OUT_OF_MEMORY => c"out of memory",
+            LEVELDB_BLOOM_ERR_NOT_COUNTED => c"the policy does not count statistics",
         }
     }
 }

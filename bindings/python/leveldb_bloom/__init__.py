@@ -54,6 +54,7 @@ __all__ = [
     "Format",
     "InvalidArgumentError",
     "LevelDBBloomError",
+    "NotCountedError",
     "NullArgumentError",
     "OffsetBackwardsError",
     "OutOfMemoryError",
@@ -93,6 +94,7 @@ class Status(enum.IntEnum):
     PANIC = 6
     TOO_LARGE = 7
     OUT_OF_MEMORY = 8
+    NOT_COUNTED = 9
 
 
 def status_message(status: int) -> str:
@@ -156,6 +158,11 @@ class OutOfMemoryError(LevelDBBloomError, MemoryError):
     """LEVELDB_BLOOM_ERR_OUT_OF_MEMORY."""
 
 
+class NotCountedError(LevelDBBloomError):
+    """LEVELDB_BLOOM_ERR_NOT_COUNTED: statistics asked of a policy that does not count
+    (only ``FilterPolicy.counted()`` makes policies that do)."""
+
+
 _ERRORS = {
     Status.NULL_ARGUMENT: NullArgumentError,
     Status.INVALID_ARGUMENT: InvalidArgumentError,
@@ -165,6 +172,7 @@ _ERRORS = {
     Status.PANIC: PanicError,
     Status.TOO_LARGE: TooLargeError,
     Status.OUT_OF_MEMORY: OutOfMemoryError,
+    Status.NOT_COUNTED: NotCountedError,
 }
 
 
@@ -258,8 +266,8 @@ class Stats(NamedTuple):
 
 
 def global_stats() -> Stats:
-    """What every policy in the process (destroyed ones included) has counted since start
-    or the last ``reset_global_stats()``."""
+    """What every counted policy in the process (``FilterPolicy.counted()``, destroyed
+    ones included) has counted since start or the last ``reset_global_stats()``."""
     s = _native.c_stats()
     _check(_lib.leveldb_bloom_global_stats(ctypes.byref(s)), "global_stats")
     return Stats._from_c(s)
@@ -521,9 +529,25 @@ class FilterPolicy(_Owned):
         _check(status, "may_match_batch")
         return [r != 0 for r in bytes(results)[: arrays.n]]
 
+    def counted(self) -> "FilterPolicy":
+        """A new policy of the same class that builds and answers exactly as this one and
+        also counts its work, for ``stats()`` and ``global_stats()``
+        (``leveldb_bloom_policy_counted``). Other policies count nothing, and their queries do
+        no work for statistics. This policy stays open and unchanged."""
+        ptr = self._acquire()
+        try:
+            new = _lib.leveldb_bloom_policy_counted(ptr)
+        finally:
+            self._release()
+        policy = type(self).__new__(type(self))
+        policy._ptr = None
+        policy._closed = True
+        policy._adopt(new, "leveldb_bloom_policy_counted")
+        return policy
+
     def stats(self) -> Stats:
         """What this policy (and builders made from it) counted since creation or the last
-        ``reset_stats()``."""
+        ``reset_stats()``. ``NotCountedError`` unless the policy was made by ``counted()``."""
         s = _native.c_stats()
         ptr = self._acquire()
         try:
@@ -534,7 +558,8 @@ class FilterPolicy(_Owned):
         return Stats._from_c(s)
 
     def reset_stats(self) -> None:
-        """Restarts this policy's counts from zero (the global counts are not affected)."""
+        """Restarts this policy's counts from zero (the global counts are not affected).
+        ``NotCountedError`` unless the policy was made by ``counted()``."""
         ptr = self._acquire()
         try:
             status = _lib.leveldb_bloom_policy_stats_reset(ptr)

@@ -56,6 +56,7 @@ _PROTOTYPES = {
     "leveldb_bloom_policy_create_for_fp_rate": (_p, [ctypes.c_double, ctypes.c_int]),
     "leveldb_bloom_policy_format": (ctypes.c_int, [_p]),
     "leveldb_bloom_policy_bits_per_key": (ctypes.c_double, [_p]),
+    "leveldb_bloom_policy_counted": (_p, [_p]),
     "leveldb_bloom_policy_destroy": (None, [_p]),
     "leveldb_bloom_policy_name": (ctypes.c_char_p, [_p]),
     "leveldb_bloom_filter_len": (ctypes.c_size_t, [_p, ctypes.c_size_t]),

@@ -155,6 +155,7 @@ def test_close_is_idempotent_and_closed_objects_refuse_work():
         lambda: p.filter_len(1),
         lambda: p.stats(),
         lambda: p.reset_stats(),
+        lambda: p.counted(),
         lambda: lb.FilterBlockBuilder(p),
         lambda: lb.filter_block_may_match(p, b"", 0, b"a"),
     ):

@@ -57,7 +57,7 @@ def test_false_positive_rate_is_about_one_percent():
 
 def test_stats_count_filters_keys_queries():
     lb.reset_global_stats()
-    with lb.BloomPolicy(10) as p:
+    with lb.BloomPolicy(10).counted() as p:
         assert p.stats() == lb.Stats(0, 0, 0, 0)
         f = p.create_filter([b"a", b"b", b"b"])
         p.create_filter([])
@@ -90,8 +90,26 @@ def test_stats_count_filters_keys_queries():
     assert lb.global_stats() == lb.Stats(0, 0, 0, 0)
 
 
+def test_only_counted_policies_keep_statistics():
+    lb.reset_global_stats()
+    with lb.BloomPolicy(10) as p, p.counted() as c:
+        assert isinstance(c, lb.BloomPolicy) and c.bits_per_key == 10
+        f = p.create_filter([b"a", b"b"])
+        assert c.create_filter([b"a", b"b"]) == f
+        assert [c.may_match(k, f) for k in (b"a", b"x", b"y")] == [
+            p.may_match(k, f) for k in (b"a", b"x", b"y")
+        ]
+        for call in (p.stats, p.reset_stats):
+            with pytest.raises(lb.NotCountedError) as e:
+                call()
+            assert e.value.status == lb.Status.NOT_COUNTED
+        assert c.stats().filters_built == 1 and c.stats().queries == 3
+        # The uncounted policy's work is in no count, the global one included.
+        assert lb.global_stats() == c.stats()
+
+
 def test_stats_per_policy_are_separate():
-    with lb.BloomPolicy(10) as a, lb.BloomPolicy(10) as b:
+    with lb.BloomPolicy(10).counted() as a, lb.BloomPolicy(10).counted() as b:
         a.create_filter([b"x"])
         assert a.stats().filters_built == 1
         assert b.stats().filters_built == 0

@@ -354,7 +354,8 @@ def test_builder_outlives_compact_policy():
 
 
 def test_compact_stats():
-    with lb.CompactPolicy(10) as p:
+    with lb.CompactPolicy(10).counted() as p:
+        assert isinstance(p, lb.CompactPolicy) and p.format == lb.Format.COMPACT
         f = p.create_filter([b"a", b"b", b"b"])
         answers = [p.may_match(k, f) for k in (b"a", b"b", b"x", b"y")]
         answers += p.may_match_batch([b"a", b"q"], f)

@@ -177,7 +177,7 @@ def test_start_block_offset_range():
 
 
 def test_builder_counts_into_policy_stats():
-    with lb.BloomPolicy(10) as p:
+    with lb.BloomPolicy(10).counted() as p:
         p.reset_stats()
         build(p, [(0, [b"a", b"b"]), (3000, []), (5000, [b"c"])])
         s = p.stats()

@@ -8,7 +8,7 @@
 // entry point writes the same bytes and nothing past them; the bytes equal what LevelDB's
 // own CreateFilter appends (bits per key >= 0, n * bpk < 2^31 where LevelDB is defined);
 // every key matches its filter (single and batch), non-members answer as LevelDB answers;
-// the policy's statistics count exactly the filters built.
+// a counted policy's statistics count exactly the filters built, an uncounted one has none.
 //
 // Input:  u8 mode | u8 flags | [u64 n_big if flags bit 4] | varint synthetic_keys |
 //         (varint key_len, key bytes)*
@@ -16,6 +16,7 @@
 //   flags bits 0-2: length of the prefix LevelDB's CreateFilter appends after
 //   flags bit 3:    the callback gets a negative or impossible key count / NULL arrays
 //   flags bit 4:    also check leveldb_bloom_filter_len for the arbitrary count n_big
+//   flags bit 5:    the policy counts (leveldb_bloom_policy_counted)
 //   synthetic keys: that many extra keys (at most 1024), little-endian u32 i, as in
 //                   LevelDB's bloom_test
 #include "common.h"
@@ -36,9 +37,11 @@ size_t expected_len(uint64_t n, int bpk) {
   return bytes > SIZE_MAX ? 0 : static_cast<size_t>(bytes);
 }
 
-leveldb_bloom_stats stats_of(const leveldb_bloom_policy* p) {
+// A counted policy's statistics; an uncounted one must say it has none.
+leveldb_bloom_stats stats_of(const leveldb_bloom_policy* p, bool counted) {
   leveldb_bloom_stats s{};
-  FUZZ_EXPECT_STATUS(leveldb_bloom_policy_stats(p, &s), LEVELDB_BLOOM_OK, "policy stats");
+  FUZZ_EXPECT_STATUS(leveldb_bloom_policy_stats(p, &s),
+                     counted ? LEVELDB_BLOOM_OK : LEVELDB_BLOOM_ERR_NOT_COUNTED, "policy stats");
   return s;
 }
 
@@ -59,11 +62,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Any int is a status code to describe; unknown ones get "unknown status".
   const char* message = leveldb_bloom_status_message(bpk);
   FUZZ_CHECK(message != nullptr, "leveldb_bloom_status_message(%d) returned NULL", bpk);
-  FUZZ_CHECK((bpk >= 0 && bpk <= LEVELDB_BLOOM_ERR_OUT_OF_MEMORY) ||
+  FUZZ_CHECK((bpk >= 0 && bpk <= LEVELDB_BLOOM_ERR_NOT_COUNTED) ||
                  std::strcmp(message, "unknown status") == 0,
              "leveldb_bloom_status_message(%d) = \"%s\"", bpk, message);
 
-  fuzz::RustPolicy rust(bpk);
+  const bool counted = (flags & 0x20) != 0;
+  fuzz::RustPolicy rust(counted ? support::counted(leveldb_bloom_policy_create(bpk))
+                                : leveldb_bloom_policy_create(bpk));
   if (bpk < 0) {
     FUZZ_CHECK(rust.p == nullptr, "leveldb_bloom_policy_create(%d) accepted a negative bpk", bpk);
     FUZZ_CHECK(leveldb_bloom_filter_len(nullptr, n) == 0, "filter_len(NULL) != 0");
@@ -128,7 +133,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (uint8_t b : shortbuf) FUZZ_CHECK(b == 0xaa, "short buffer was written to");
   }
 
-  const leveldb_bloom_stats before = stats_of(rust.p);
+  const leveldb_bloom_stats before = stats_of(rust.p, counted);
 
   // leveldb_bloom_create_filter into a larger buffer: bytes past the filter untouched.
   constexpr size_t kSlack = 16;
@@ -167,8 +172,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::free(cb);
   }
 
-  const leveldb_bloom_stats after = stats_of(rust.p);
-  FUZZ_CHECK(after.filters_built - before.filters_built == 3 &&
+  const leveldb_bloom_stats after = stats_of(rust.p, counted);
+  FUZZ_CHECK(!counted || after.filters_built - before.filters_built == 3 &&
                  after.keys_added - before.keys_added == 3 * uint64_t{n},
              "stats: %llu filters / %llu keys counted for 3 filters of %zu keys",
              static_cast<unsigned long long>(after.filters_built - before.filters_built),

@@ -8,11 +8,12 @@
 // were accepted (LevelDB is given only what it defines: no window going back); after finish
 // every added key matches at the offset of its data block (no false negatives) through the
 // single and batch queries and LevelDB's FilterBlockReader, and other queries answer as
-// LevelDB's reader answers; the policy's statistics count the filters that hold keys.
+// LevelDB's reader answers; a counted policy's statistics count the filters that hold keys,
+// an uncounted one has none.
 //
 // Input:  u8 setup | ops...
-//   setup bits 0-6: bits per key; bit 7: destroy the policy right after creating the
-//                   builder (the builder must not need it)
+//   setup bits 0-5: bits per key; bit 6: the policy counts (leveldb_bloom_policy_counted);
+//   bit 7: destroy the policy right after creating the builder (the builder must not need it)
 //   op byte, by op % 8:
 //     0, 1  start_block(current offset + varint)
 //     2     start_block(varint)                       any offset, backwards and huge too
@@ -52,9 +53,10 @@ struct Model {
 
 class Harness {
  public:
-  Harness(int bpk, bool destroy_policy_early)
-      : bpk_(bpk), stock_(fuzz::leveldb_policy(bpk)), lb_(stock_) {
+  Harness(int bpk, bool counted, bool destroy_policy_early)
+      : bpk_(bpk), counted_(counted), stock_(fuzz::leveldb_policy(bpk)), lb_(stock_) {
     policy_ = leveldb_bloom_policy_create(bpk);
+    if (counted) policy_ = support::counted(policy_);
     FUZZ_CHECK(policy_ != nullptr, "leveldb_bloom_policy_create(%d) returned NULL", bpk);
     rb_ = leveldb_bloom_filter_block_builder_create(policy_);
     FUZZ_CHECK(rb_ != nullptr, "leveldb_bloom_filter_block_builder_create returned NULL");
@@ -209,7 +211,11 @@ class Harness {
                  bpk_, trace(), fuzz::hex(stock_block.ToString(), 1024).c_str(),
                  fuzz::hex(block_, 1024).c_str());
     }
-    if (policy_ != nullptr) {
+    if (policy_ != nullptr && !counted_) {
+      leveldb_bloom_stats s{};
+      FUZZ_EXPECT_STATUS(leveldb_bloom_policy_stats(policy_, &s), LEVELDB_BLOOM_ERR_NOT_COUNTED,
+                         "stats of an uncounted policy");
+    } else if (policy_ != nullptr) {
       leveldb_bloom_stats s{};
       FUZZ_EXPECT_STATUS(leveldb_bloom_policy_stats(policy_, &s), LEVELDB_BLOOM_OK, "stats");
       FUZZ_CHECK(s.filters_built == m_.filters_with_keys && s.keys_added == m_.keys_in_filters,
@@ -274,6 +280,7 @@ class Harness {
 
  private:
   int bpk_;
+  bool counted_;
   const leveldb::FilterPolicy* stock_;
   leveldb::FilterBlockBuilder lb_;
   leveldb_bloom_policy* policy_ = nullptr;
@@ -294,7 +301,7 @@ class Harness {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Input in(data, size);
   const uint8_t setup = in.u8();
-  Harness h(setup & 0x7f, (setup & 0x80) != 0);
+  Harness h(setup & 0x3f, (setup & 0x40) != 0, (setup & 0x80) != 0);
   uint32_t counter = 0;
   for (size_t ops = 0; !in.empty() && ops < kMaxOps; ops++) {
     const uint8_t op = in.u8();

@@ -237,6 +237,9 @@ void create_filter_seeds() {
   seed(INT32_MAX, true, 0x10, uint64_t{1} << 40, 0, {});
   seed(10, false, 0, 0, 0, fmt_keys("key%09d", 64));
   seed(10, false, 0x08, 0, 0, {std::string(300, 'x'), std::string(1, '\0')});
+  // Counted policies.
+  seed(10, false, 0x20, 0, 0, hw);
+  seed(16, false, 0x20 | 0x08, 0, 100, words({"", "a"}));
 }
 
 // ----- filter_block_builder: setup | ops -----
@@ -286,6 +289,9 @@ void filter_block_builder_seeds() {
     for (int b = 0; b < 40; b++) o.start_rel(700).key(std::string(b % 9, static_cast<char>('a' + b)));
     seed(20, o.finish().finish());
   }
+  // Counted policies.
+  seed(10 | 0x40, Ops().start_abs(0).key("foo").start_abs(2000).key("bar").finish());
+  seed(16 | 0x40 | 0x80, Ops().synthetic(50).start_rel(4096).synthetic(50).finish());
 }
 
 }  // namespace

@@ -19,8 +19,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use leveldb_bloom::ffi::{
     leveldb_bloom_cb_create_filter, leveldb_bloom_cb_destructor, leveldb_bloom_cb_key_may_match,
-    leveldb_bloom_cb_name, leveldb_bloom_policy, leveldb_bloom_policy_create,
-    leveldb_bloom_policy_stats, leveldb_bloom_stats,
+    leveldb_bloom_cb_name, leveldb_bloom_policy, leveldb_bloom_policy_counted,
+    leveldb_bloom_policy_create, leveldb_bloom_policy_destroy, leveldb_bloom_policy_stats,
+    leveldb_bloom_stats,
 };
 use leveldb_oracle::sys;
 
@@ -274,7 +275,14 @@ fn rust_policy_in_leveldb_and_stock_leveldb_reads_its_tables() {
     let dir = TempDir::new();
     let path = dir.path().join("db");
 
-    let policy = leveldb_bloom_policy_create(BITS_PER_KEY);
+    // A counted policy: the test reads what it did.
+    let uncounted = leveldb_bloom_policy_create(BITS_PER_KEY);
+    // SAFETY: `uncounted` is NULL or a live policy, destroyed once after the copy.
+    let policy = unsafe {
+        let policy = leveldb_bloom_policy_counted(uncounted);
+        leveldb_bloom_policy_destroy(uncounted);
+        policy
+    };
     assert!(!policy.is_null());
     // SAFETY: `policy` is a fresh leveldb_bloom_policy, handed over as the state of the
     // filter policy, whose destructor callback destroys it; the callbacks have the

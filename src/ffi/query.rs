@@ -1,0 +1,173 @@
+//! The single-key query (`leveldb_bloom_key_may_match` and LevelDB's `key_may_match`
+//! callback): its argument checks, and the function each policy answers with.
+//!
+//! A query takes a few tens of nanoseconds, most of it the latency of the key's hash and of
+//! the probes, and every instruction around them adds to it. So each policy carries the
+//! function that answers for it, chosen when the policy is made (its format, whether it
+//! counts, the processor's instructions), and a query branches on nothing but its arguments'
+//! checks: one branch each, none ever taken by a valid call.
+
+use std::ffi::c_char;
+use std::slice;
+
+use super::boundary::guard;
+use super::policy::{Policy, leveldb_bloom_policy};
+use crate::policy::FilterPolicy;
+use crate::stats::Counted;
+
+/// A query whose arguments passed `leveldb_bloom_key_may_match`'s checks: `key` and `filter` not NULL,
+/// pointing to `key_len` and `filter_len` readable bytes, both lengths below `isize::MAX`.
+pub(crate) type Query =
+    unsafe extern "C" fn(&leveldb_bloom_policy, *const u8, usize, *const u8, usize) -> bool;
+
+/// The [`Query`] for `policy`.
+pub(crate) fn query_for(policy: &Counted<Policy>) -> Query {
+    #[cfg(target_arch = "x86_64")]
+    let bmi2 = crate::cpu::level().has_avx2();
+    #[cfg(not(target_arch = "x86_64"))]
+    let bmi2 = false;
+    match (policy.policy(), policy.counts(), bmi2) {
+        #[cfg(target_arch = "x86_64")]
+        (Policy::Bloom(_), false, true) => bloom_bmi2,
+        #[cfg(target_arch = "x86_64")]
+        (Policy::Bloom(_), true, true) => counted_bloom_bmi2,
+        (Policy::Bloom(_), false, _) => bloom,
+        (Policy::Bloom(_), true, _) => counted_bloom,
+        (Policy::Compact(_), false, _) => compact,
+        (Policy::Compact(_), true, _) => counted,
+    }
+}
+
+/// Whether `key` may be in `filter` (a filter built by this library or by LevelDB with any
+/// bits per key), answered exactly as LevelDB answers, malformed filters included.
+///
+/// `true` means "may match"; `false` means the key is certainly absent. Anything that cannot
+/// be answered (NULL policy or filter, a NULL key with a length, a length no object can have)
+/// answers `true`, since a wrong `false` would hide stored data.
+///
+/// Thread safety: any number of threads may query one policy at once.
+///
+/// # Safety
+/// Non-NULL `key` and `filter` point to `key_len` and `filter_len` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_bloom_key_may_match(
+    policy: *const leveldb_bloom_policy,
+    key: *const c_char,
+    key_len: usize,
+    filter: *const u8,
+    filter_len: usize,
+) -> bool {
+    // Each check branches to an exit of its own: folded together into flag arithmetic,
+    // they would cost every query several instructions more.
+    if policy.is_null() {
+        return refused(Refusal::NullPolicy);
+    }
+    if filter.is_null() {
+        return refused(Refusal::NullFilter);
+    }
+    if (key_len | filter_len) > isize::MAX as usize {
+        return refused(Refusal::ImpossibleLength);
+    }
+    if key.is_null() {
+        // SAFETY: forwarded from this function's contract.
+        return unsafe { null_key_may_match(policy, key_len, filter, filter_len) };
+    }
+    // SAFETY: `policy` is not NULL, so the caller guarantees a live policy; `key` and
+    // `filter` are not NULL, their lengths were checked, and the caller guarantees the bytes.
+    unsafe { ((*policy).query)(&*policy, key.cast(), key_len, filter, filter_len) }
+}
+
+/// Why `leveldb_bloom_key_may_match` refused its arguments.
+enum Refusal {
+    NullPolicy,
+    NullFilter,
+    ImpossibleLength,
+}
+
+/// The answer to a query whose arguments were refused: "may match", since a wrong "no
+/// match" would hide stored data.
+#[cold]
+#[inline(never)]
+fn refused(_why: Refusal) -> bool {
+    true
+}
+
+/// `leveldb_bloom_key_may_match` for a NULL key: the empty key if its length is 0, else "may match". Out of
+/// line, so that the test for NULL stays a branch rather than a select on the key.
+///
+/// # Safety
+/// As for `leveldb_bloom_key_may_match`, with `policy` and `filter` not NULL and lengths checked.
+#[cold]
+#[inline(never)]
+unsafe fn null_key_may_match(
+    policy: *const leveldb_bloom_policy,
+    key_len: usize,
+    filter: *const u8,
+    filter_len: usize,
+) -> bool {
+    // SAFETY: as for the caller; the empty key is a valid pointer to 0 bytes.
+    key_len != 0 || unsafe { ((*policy).query)(&*policy, [].as_ptr(), 0, filter, filter_len) }
+}
+
+/// Defines a [`Query`] that answers `$answer` for the checked `$key` and `$filter` of
+/// `$policy`, guarded against panics.
+macro_rules! query {
+    ($(#[$attr:meta])* $name:ident, |$policy:pat_param, $key:ident, $filter:ident| $answer:expr) => {
+        $(#[$attr])*
+        unsafe extern "C" fn $name(
+            $policy: &leveldb_bloom_policy,
+            key: *const u8,
+            key_len: usize,
+            filter: *const u8,
+            filter_len: usize,
+        ) -> bool {
+            // SAFETY: the caller passes checked arguments (`Query`).
+            let ($key, $filter) = unsafe {
+                (slice::from_raw_parts(key, key_len), slice::from_raw_parts(filter, filter_len))
+            };
+            guard(true, || $answer)
+        }
+    };
+}
+
+query!(
+    /// An uncounted Bloom policy.
+    bloom,
+    |_, key, filter| crate::bloom::key_may_match(key, filter)
+);
+
+query!(
+    /// An uncounted Bloom policy on a processor with BMI2 (every one at
+    /// [`Level::has_avx2`](crate::cpu::Level::has_avx2)): its three-operand shifts and
+    /// multiplications leave the probes fewer register moves.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "bmi2")]
+    bloom_bmi2,
+    |_, key, filter| crate::bloom::key_may_match(key, filter)
+);
+
+query!(
+    /// An uncounted compact policy.
+    compact,
+    |policy, key, filter| policy.policy.policy().key_may_match(key, filter)
+);
+
+query!(
+    /// A counted Bloom policy.
+    counted_bloom,
+    |policy, key, filter| policy.policy.count_query(crate::bloom::key_may_match(key, filter))
+);
+
+query!(
+    /// A counted Bloom policy on a processor with BMI2, as [`bloom_bmi2`].
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "bmi2")]
+    counted_bloom_bmi2,
+    |policy, key, filter| policy.policy.count_query(crate::bloom::key_may_match(key, filter))
+);
+
+query!(
+    /// A counted compact policy.
+    counted,
+    |policy, key, filter| policy.policy.key_may_match(key, filter)
+);
