@@ -45,6 +45,16 @@ T load_at(const void* obj, size_t offset) {
   return v;
 }
 
+// The block's words are little-endian whatever the architecture (LevelDB's Fixed32).
+void put_le32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = static_cast<char>(v >> (8 * i));
+}
+uint32_t get_le32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; i++) v |= uint32_t{static_cast<uint8_t>(p[i])} << (8 * i);
+  return v;
+}
+
 struct StockPolicy {
   explicit StockPolicy(int bpk) : p(leveldb::NewBloomFilterPolicy(bpk)) {}
   std::unique_ptr<const leveldb::FilterPolicy> p;
@@ -342,50 +352,60 @@ TEST(FilterBlockOracle, IsLevelDBsOwnBloomPolicy) {
 
 // The declared layout is the archive's: check what its constructors wrote where.
 TEST(FilterBlockLayout, DeclarationsMatchTheArchive) {
+  using namespace filter_block_layout;  // NOLINT: the offsets read as the members' names
   StockPolicy stock(10);
   {
     leveldb::FilterBlockBuilder b(stock.p.get());
     const char* base = reinterpret_cast<const char*>(&b);
-    EXPECT_EQ(load_at<const void*>(&b, 0x00), static_cast<const void*>(stock.p.get()));
+    EXPECT_EQ(load_at<const void*>(&b, kBuilderPolicy), static_cast<const void*>(stock.p.get()));
     // keys_ and result_ are empty strings using their in-object buffers.
-    EXPECT_EQ(load_at<const char*>(&b, 0x08), base + 0x18);
-    EXPECT_EQ(load_at<size_t>(&b, 0x10), 0u);
-    EXPECT_EQ(load_at<const char*>(&b, 0x40), base + 0x50);
-    EXPECT_EQ(load_at<size_t>(&b, 0x48), 0u);
+    EXPECT_EQ(load_at<const char*>(&b, kBuilderKeys + kStringData),
+              base + kBuilderKeys + kStringBuffer);
+    EXPECT_EQ(load_at<size_t>(&b, kBuilderKeys + kStringSize), 0u);
+    EXPECT_EQ(load_at<const char*>(&b, kBuilderResult + kStringData),
+              base + kBuilderResult + kStringBuffer);
+    EXPECT_EQ(load_at<size_t>(&b, kBuilderResult + kStringSize), 0u);
     // The three vectors are null.
-    for (size_t off = 0x28; off < 0x40; off += 8) EXPECT_EQ(load_at<const void*>(&b, off), nullptr);
-    for (size_t off = 0x60; off < 0x90; off += 8) EXPECT_EQ(load_at<const void*>(&b, off), nullptr);
+    for (size_t vec : {kBuilderStart, kBuilderTmpKeys, kBuilderFilterOffsets}) {
+      for (size_t off = vec; off < vec + kVector; off += kPtr) {
+        EXPECT_EQ(load_at<const void*>(&b, off), nullptr) << off;
+      }
+    }
     b.StartBlock(0);
     b.AddKey("k1");
     b.AddKey("key2");
     // start_ holds {0, 2} and keys_ "k1key2".
-    const size_t* start = load_at<const size_t*>(&b, 0x28);
+    const size_t* start = load_at<const size_t*>(&b, kBuilderStart + kVectorBegin);
     ASSERT_NE(start, nullptr);
-    EXPECT_EQ(load_at<const size_t*>(&b, 0x30) - start, 2);
+    EXPECT_EQ(load_at<const size_t*>(&b, kBuilderStart + kVectorEnd) - start, 2);
     EXPECT_EQ(start[0], 0u);
     EXPECT_EQ(start[1], 2u);
-    EXPECT_EQ(std::string(load_at<const char*>(&b, 0x08), load_at<size_t>(&b, 0x10)), "k1key2");
+    EXPECT_EQ(std::string(load_at<const char*>(&b, kBuilderKeys + kStringData),
+                          load_at<size_t>(&b, kBuilderKeys + kStringSize)),
+              "k1key2");
     b.StartBlock(3 * kWindow);
     // filter_offsets_ has 3 entries now; result_ holds the first filter.
-    const uint32_t* fo = load_at<const uint32_t*>(&b, 0x78);
+    const uint32_t* fo = load_at<const uint32_t*>(&b, kBuilderFilterOffsets + kVectorBegin);
     ASSERT_NE(fo, nullptr);
-    EXPECT_EQ(load_at<const uint32_t*>(&b, 0x80) - fo, 3);
-    EXPECT_GT(load_at<size_t>(&b, 0x48), 0u);
+    EXPECT_EQ(load_at<const uint32_t*>(&b, kBuilderFilterOffsets + kVectorEnd) - fo, 3);
+    EXPECT_GT(load_at<size_t>(&b, kBuilderResult + kStringSize), 0u);
     const leveldb::Slice block = b.Finish();
-    EXPECT_EQ(block.data(), load_at<const char*>(&b, 0x40));
-    EXPECT_EQ(block.size(), load_at<size_t>(&b, 0x48));
+    EXPECT_EQ(block.data(), load_at<const char*>(&b, kBuilderResult + kStringData));
+    EXPECT_EQ(block.size(), load_at<size_t>(&b, kBuilderResult + kStringSize));
   }
   {
     std::string block = "0123456789";  // 10 bytes, patched to a 1-filter block
-    const uint32_t array_offset = 1;
-    std::memcpy(&block[5], &array_offset, 4);
-    block[9] = static_cast<char>(0xfb);  // a negative char: base_lg_ is sign-extended
+    block.replace(5, 4, std::string("\x01\x00\x00\x00", 4));  // array offset 1 (LE)
+    // base_lg_ = contents[n - 1] reads a char: sign-extended where char is signed (x86),
+    // 251 where it is not (arm64, s390x). LevelDB shifts by it unchecked; both shift by 59
+    // (the count is taken modulo 64), as FilterBlockCorrupt.EveryBaseLg checks.
+    block[9] = static_cast<char>(0xfb);
     leveldb::FilterBlockReader r(stock.p.get(), leveldb::Slice(block));
-    EXPECT_EQ(load_at<const void*>(&r, 0x00), static_cast<const void*>(stock.p.get()));
-    EXPECT_EQ(load_at<const char*>(&r, 0x08), block.data());
-    EXPECT_EQ(load_at<const char*>(&r, 0x10), block.data() + 1);
-    EXPECT_EQ(load_at<size_t>(&r, 0x18), 1u);  // (10 - 5 - 1) / 4
-    EXPECT_EQ(load_at<size_t>(&r, 0x20), static_cast<size_t>(int64_t{-5}));
+    EXPECT_EQ(load_at<const void*>(&r, kReaderPolicy), static_cast<const void*>(stock.p.get()));
+    EXPECT_EQ(load_at<const char*>(&r, kReaderData), block.data());
+    EXPECT_EQ(load_at<const char*>(&r, kReaderOffset), block.data() + 1);
+    EXPECT_EQ(load_at<size_t>(&r, kReaderNum), 1u);  // (10 - 5 - 1) / 4
+    EXPECT_EQ(load_at<size_t>(&r, kReaderBaseLg), static_cast<size_t>(block[9]));
   }
 }
 
@@ -559,8 +579,7 @@ TEST_F(FilterBlockCorrupt, RandomByteFlips) {
   for (size_t i = 0; i < c.layouts.size(); i++) {
     const std::string& block = c.built[i].leveldb_block;
     if (block.size() < 5) continue;
-    uint32_t array_offset;
-    std::memcpy(&array_offset, block.data() + block.size() - 5, 4);
+    const uint32_t array_offset = get_le32(block.data() + block.size() - 5);
     const std::vector<uint64_t> offs = corrupt_offsets(rng);
     const std::vector<std::string> keys = corrupt_keys(rng, c.layouts[i]);
     for (int trial = 0; trial < 12; trial++) {
@@ -584,7 +603,7 @@ TEST_F(FilterBlockCorrupt, RandomByteFlips) {
       // Sometimes a plausible array offset, so that the damaged array is actually read.
       if (rng() % 4 == 0) {
         const uint32_t ao = static_cast<uint32_t>(rng() % (b.size() - 4));
-        std::memcpy(&b[b.size() - 5], &ao, 4);
+        put_le32(&b[b.size() - 5], ao);
       }
       Compare(b, offs, keys, "block with flipped bytes");
     }
@@ -629,21 +648,20 @@ TEST_F(FilterBlockCorrupt, RandomShortBlocks) {
     for (char& ch : b) ch = static_cast<char>(rng() & 0xff);
     if (len >= 5 && rng() % 2 == 0) {
       const uint32_t ao = static_cast<uint32_t>(rng() % (len - 4));
-      std::memcpy(&b[len - 5], &ao, 4);
+      put_le32(&b[len - 5], ao);
       if (rng() % 2 == 0) b[len - 1] = static_cast<char>(rng() % 16);  // small base_lg
       // Offset entries that mostly point inside the filter area.
       for (size_t p = ao; p + 4 <= len - 5; p += 4) {
         if (rng() % 4 != 0) {
           const uint32_t e = static_cast<uint32_t>(rng() % (ao + 2));
-          std::memcpy(&b[p], &e, 4);
+          put_le32(&b[p], e);
         }
       }
       // A small probe count byte at the end of some filters makes real probes run.
       if (ao >= 2 && rng() % 2 == 0) b[ao - 1] = static_cast<char>(1 + rng() % 8);
     }
     if (len >= 5) {
-      uint32_t ao;
-      std::memcpy(&ao, b.data() + len - 5, 4);
+      const uint32_t ao = get_le32(b.data() + len - 5);
       decoded += ao <= len - 5;
     }
     std::vector<uint64_t> offs = {0, 1, 2048, 4096, 8192, 1u << 20, UINT64_MAX, rng(),
@@ -722,7 +740,11 @@ TEST(FilterBlockBuilderApi, OffsetBackwardsAlreadyFinishedAndFinishTwice) {
 // The boundary of OFFSET_BACKWARDS is exactly where LevelDB's assertion fires (Debian's
 // archive is built with assertions on): a death test runs LevelDB's builder in a child.
 TEST(FilterBlockBuilderApi, BackwardsBoundaryIsLevelDBsAssertion) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // Re-executed children by default; GTEST_DEATH_TEST_STYLE=fast (scripts/cross: an
+  // emulated binary cannot re-execute itself) forks them instead.
+  if (std::getenv("GTEST_DEATH_TEST_STYLE") == nullptr) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+  }
   StockPolicy stock(10);
   harness::RustPolicy rust(10);
   ASSERT_NE(rust.get(), nullptr);

@@ -2,14 +2,14 @@
 //! Each test names its finding and the fuzz input that reproduces it under
 //! `cpp_tests/fuzz/regressions/<target>/`; `scripts/fuzz --ci` replays those inputs too.
 
-use leveldb_bloom::FilterPolicy;
 use std::ffi::c_int;
 use std::os::unix::process::CommandExt;
-use std::process::Command;
 
 use leveldb_bloom::ffi::leveldb_bloom_status::*;
 use leveldb_bloom::ffi::*;
 use leveldb_bloom::{BloomPolicy, Error, FilterBlockBuilder};
+
+mod common;
 
 // ---------------------------------------------------------------------------------------
 // Finding 1 (filter_block_builder, cpp_tests/fuzz/regressions/filter_block_builder/finding-1-huge-offset):
@@ -17,7 +17,7 @@ use leveldb_bloom::{BloomPolicy, Error, FilterBlockBuilder};
 // window: offsets from 2^41 on) is documented as ERR_TOO_LARGE, but the builder generated
 // every empty filter up to it: 4 bytes of memory per 2 KiB of offset (8 GiB for 2^42, and
 // for offsets near 2^64 until the allocator failed), then answered OUT_OF_MEMORY with the
-// builder changed (fixed in 1858c23). Run in a child process limited to 512 MiB of address
+// builder changed. Run in a child process limited to 512 MiB of address
 // space, so that a regression fails fast instead of taking the machine's memory.
 // ---------------------------------------------------------------------------------------
 
@@ -30,7 +30,7 @@ const CHILD_ADDRESS_SPACE: u64 = 512 << 20;
 /// Runs the ignored test `name` of this test binary in a child process whose address space
 /// is limited, and fails with its output if it fails.
 fn run_in_memory_limited_child(name: &str) {
-    let mut cmd = Command::new(std::env::current_exe().expect("test binary path"));
+    let mut cmd = common::this_test_binary();
     cmd.args([
         name,
         "--exact",
@@ -159,13 +159,14 @@ in_memory_limited_child!(
 // Finding 2 (create_filter, cpp_tests/fuzz/regressions/create_filter/finding-2-filter-len-bits-overflow):
 // the filter length is documented as "0 (TooLarge) only if the size overflows size_t", but
 // it was computed through the bit count `num_keys * bits_per_key` in u64: when that passed
-// 2^64 while the byte count still fit usize, filter_len answered TooLarge / 0 (fixed in
-// 1858c23).
+// 2^64 while the byte count still fit usize, filter_len answered TooLarge / 0.
 // ---------------------------------------------------------------------------------------
 
 #[cfg(target_pointer_width = "64")]
 #[test]
 fn filter_len_fits_usize_although_the_bit_count_passes_u64() {
+    use leveldb_bloom::FilterPolicy;
+
     // (bits per key, keys, expected length): the bit count passes 2^64, the byte count
     // (bits / 8 rounded up, plus the probe byte) does not pass usize::MAX.
     let cases: [(i32, usize, usize); 3] = [

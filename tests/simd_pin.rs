@@ -4,7 +4,7 @@
 //! (built and queried by a version per instruction-set level); a value that is not one gets
 //! one line on standard error and changes nothing else.
 
-use std::process::Command;
+mod common;
 
 use leveldb_bloom::{BloomPolicy, CompactPolicy, FilterPolicy};
 
@@ -13,7 +13,7 @@ const CHILD: &str = "child_builds_and_answers";
 /// Runs the ignored test `CHILD` of this binary with `LEVELDB_BLOOM_SIMD` set to `value`;
 /// returns the digest of its answers and its standard error.
 fn run_child(value: &str) -> (String, String) {
-    let out = Command::new(std::env::current_exe().expect("test binary path"))
+    let out = common::this_test_binary()
         .args([
             CHILD,
             "--exact",

@@ -142,19 +142,21 @@ class Policy {
       // db/c.cc: struct leveldb_filterpolicy_t : public leveldb::FilterPolicy, its only
       // base; the C API's object is LevelDB's C++ policy. Its dynamic type confirms the cast.
       policy_ = reinterpret_cast<const leveldb::FilterPolicy*>(c_policy_);
-      type = typeid(*policy_).name();
+      type = support::dynamic_type_name(policy_);
       if (type != kCApiPolicyType) die("C API policy has dynamic type %s", type);
     } else {
       owned_.reset(leveldb::NewBloomFilterPolicy(kBitsPerKey));
       policy_ = owned_.get();
-      type = typeid(*policy_).name();
-      const std::string type_home = object_of(&typeid(*policy_));
+      // The class is told by its vtable's home and its type info, which the drop-in's
+      // class, compiled without RTTI, does not have.
+      type = support::dynamic_type_name(policy_);
+      const std::string vtable_home = object_of(*reinterpret_cast<void* const*>(policy_));
       if (mode == Mode::kStock && type != kLevelDBBloomType) {
-        die("stock policy has dynamic type %s (from %s)", type, type_home);
+        die("stock policy has dynamic type %s (vtable in %s)", type, vtable_home);
       }
       if (is_dropin(mode) &&
-          (type == kLevelDBBloomType || !contains(type_home, "libleveldb_bloom_dropin"))) {
-        die("drop-in policy has dynamic type %s (from %s)", type, type_home);
+          (!type.empty() || !contains(vtable_home, "libleveldb_bloom_dropin"))) {
+        die("drop-in policy has dynamic type '%s' (vtable in %s)", type, vtable_home);
       }
       if (is_dropin(mode)) {
         // The drop-in counts its work only for a statistics file.

@@ -53,9 +53,36 @@ class FilterBlockReader {
 
 }  // namespace leveldb
 
-// The archive's code addresses the members at these offsets (checked in its disassembly:
-// the builder's constructor writes 0x00..0x90, the reader's 0x00..0x28).
-static_assert(sizeof(leveldb::FilterBlockBuilder) == 0x90, "FilterBlockBuilder layout");
-static_assert(sizeof(leveldb::FilterBlockReader) == 0x28, "FilterBlockReader layout");
+// Where the archive's code addresses the members: the declaration order above with the
+// standard library's sizes (libstdc++: a string is {data, size, 16-byte buffer}, a vector
+// {begin, end, capacity}). On x86-64 the builder's constructor writes 0x00..0x90 and the
+// reader's 0x00..0x28 (checked in the disassembly); FilterBlockLayout checks every offset on
+// each architecture the suites run on.
+namespace filter_block_layout {
+constexpr size_t kPtr = sizeof(void*);
+constexpr size_t kString = sizeof(std::string);
+constexpr size_t kVector = sizeof(std::vector<size_t>);
+// Inside a string or a vector.
+constexpr size_t kStringData = 0, kStringSize = kPtr, kStringBuffer = 2 * kPtr;
+constexpr size_t kVectorBegin = 0, kVectorEnd = kPtr;
+// FilterBlockBuilder's members.
+constexpr size_t kBuilderPolicy = 0;
+constexpr size_t kBuilderKeys = kPtr;
+constexpr size_t kBuilderStart = kBuilderKeys + kString;
+constexpr size_t kBuilderResult = kBuilderStart + kVector;
+constexpr size_t kBuilderTmpKeys = kBuilderResult + kString;
+constexpr size_t kBuilderFilterOffsets = kBuilderTmpKeys + kVector;
+constexpr size_t kBuilderSize = kBuilderFilterOffsets + kVector;
+// FilterBlockReader's members.
+constexpr size_t kReaderPolicy = 0, kReaderData = kPtr, kReaderOffset = 2 * kPtr;
+constexpr size_t kReaderNum = 3 * kPtr, kReaderBaseLg = 4 * kPtr, kReaderSize = 5 * kPtr;
+}  // namespace filter_block_layout
+
+static_assert(sizeof(leveldb::FilterBlockBuilder) == filter_block_layout::kBuilderSize,
+              "FilterBlockBuilder layout");
+static_assert(sizeof(leveldb::FilterBlockReader) == filter_block_layout::kReaderSize,
+              "FilterBlockReader layout");
+static_assert(sizeof(void*) != 8 || filter_block_layout::kBuilderSize == 0x90,
+              "FilterBlockBuilder layout on 64-bit");
 
 #endif  // LEVELDB_BLOOM_CPP_TESTS_LEVELDB_FILTER_BLOCK_H_

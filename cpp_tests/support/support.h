@@ -273,6 +273,16 @@ inline std::string library_of(const void* addr) {
   return info.dli_fname;
 }
 
+// The dynamic type's mangled name of a polymorphic object, or "" when its class was
+// compiled without type information (-fno-rtti: the drop-in's policy, so that it links with
+// LevelDB built either way), where typeid would crash. Itanium C++ ABI: the vtable's slot
+// before the first virtual function points at the type info, or is null.
+inline std::string dynamic_type_name(const void* object) {
+  const void* const* vtable = *static_cast<const void* const* const*>(object);
+  if (vtable[-1] == nullptr) return "";
+  return static_cast<const std::type_info*>(vtable[-1])->name();
+}
+
 // Where LevelDB is linked from.
 enum class LevelDBLink { kSharedLibrary, kStaticArchive, kEither };
 
@@ -282,8 +292,7 @@ enum class LevelDBLink { kSharedLibrary, kStaticArchive, kEither };
 // Also checks that the header and the library are the same version.
 inline std::string oracle_problem(LevelDBLink link) {
   std::unique_ptr<const leveldb::FilterPolicy> p(leveldb::NewBloomFilterPolicy(10));
-  const leveldb::FilterPolicy& policy = *p;
-  const std::string type = typeid(policy).name();
+  const std::string type = dynamic_type_name(p.get());
   if (type != "N7leveldb12_GLOBAL__N_117BloomFilterPolicyE") {
     return "the oracle's policy is not LevelDB's Bloom policy (type " + type + ")";
   }

@@ -19,6 +19,7 @@
 use crate::cpu::Level;
 
 /// Keys answered together.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) const LANES: usize = 8;
 
 /// `x / bytes` for every 29-bit `x`, by a multiplication and a shift (the module's rule).
@@ -477,6 +478,7 @@ mod x86 {
 mod tests {
     use super::*;
     use crate::cpu;
+    #[cfg(target_arch = "x86_64")]
     use crate::hash::bloom_hash;
 
     /// The level with AVX2, which the tests below need (they are ignored where the

@@ -109,3 +109,19 @@ impl CKeys {
         }
     }
 }
+
+/// A command that runs this test binary again (for tests that need a child process with
+/// another environment or limits). Where the tests run under an emulator (scripts/cross),
+/// `LEVELDB_BLOOM_TEST_RUNNER` names it and the child starts through it too: the kernel
+/// cannot start a foreign binary by itself.
+pub fn this_test_binary() -> std::process::Command {
+    let exe = std::env::current_exe().expect("test binary path");
+    match std::env::var_os("LEVELDB_BLOOM_TEST_RUNNER") {
+        Some(runner) if !runner.is_empty() => {
+            let mut cmd = std::process::Command::new(runner);
+            cmd.arg(exe);
+            cmd
+        }
+        _ => std::process::Command::new(exe),
+    }
+}
