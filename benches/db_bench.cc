@@ -59,6 +59,7 @@ struct Config {
   int reps = 8;
   int fill_reps = 8;  // a fill varies by several percent from one run to the next
   std::string dir;
+  std::string csv;
   bool keep = false;
   bool quick = false;
 };
@@ -227,14 +228,15 @@ std::string List(const std::vector<double>& v, const char* fmt) {
 void Usage() {
   std::printf(
       "usage: leveldb_bloom_db_bench [--quick] [--dir DIR] [--keys N] [--reads N] [--reps N]\n"
-      "                              [--fill-reps N] [--keep]\n"
+      "                              [--fill-reps N] [--keep] [--csv FILE]\n"
       "  --quick        20,000 keys, 5,000 reads, 2 read repetitions, 1 fill (smoke test)\n"
       "  --dir DIR      where the databases go (default: a new directory under $TMPDIR or /tmp,\n"
       "                 removed at the end)\n"
       "  --keys N       keys in each database (default 1000000)\n"
       "  --reads N      present reads, and as many absent reads, per repetition (default 200000)\n"
       "  --reps N       read repetitions (default 8), --fill-reps N fills per policy (default 8)\n"
-      "  --keep         keep the databases\n");
+      "  --keep         keep the databases\n"
+      "  --csv FILE     also write the summary's medians to FILE\n");
 }
 
 }  // namespace
@@ -250,6 +252,7 @@ int main(int argc, char** argv) {
     if (a == "--reps") return cfg.reps = std::atoi(value()), reps_set = true, true;
     if (a == "--fill-reps") return cfg.fill_reps = std::atoi(value()), fill_set = true, true;
     if (a == "--keep") return cfg.keep = true, true;
+    if (a == "--csv") return cfg.csv = value(), true;
     return false;
   });
   if (cfg.quick) {
@@ -287,11 +290,12 @@ int main(int argc, char** argv) {
   std::printf(
       "workload: %llu keys of %zu bytes (k + 15 digits of 2i; absent keys 2i+1 interleaved),\n"
       "  %zu-byte random values, written in random order, one Put each, then CompactRange x2 (all in one level);\n"
-      "  each policy its own database (bits per key 10) under %s; default Options\n"
+      "  each policy its own database (bits per key 10) on %s; default Options\n"
       "  (8 MiB block cache, snappy); %d fill(s) per policy, %d read repetitions of %llu random\n"
       "  present and %llu random absent Gets; repetition r: both policies read database r %% 2\n"
       "  (reopened for each), which policy goes first alternating every two repetitions.\n",
-      static_cast<unsigned long long>(cfg.keys), kKeyLen, kValueLen, cfg.dir.c_str(),
+      static_cast<unsigned long long>(cfg.keys), kKeyLen, kValueLen,
+      made_dir ? "a new temporary directory" : "the directory given",
       cfg.fill_reps, cfg.reps, static_cast<unsigned long long>(cfg.reads),
       static_cast<unsigned long long>(cfg.reads));
   std::fflush(stdout);
@@ -351,8 +355,20 @@ int main(int argc, char** argv) {
   // --- Summary.
   std::printf("\n%-26s %14s %14s %12s   %s\n", "median", "stock LevelDB", "drop-in",
               "stock/dropin", "(each repetition: stock | drop-in)");
+  FILE* csv = bench::OpenCsv(cfg.csv, [](FILE* f) {
+    std::fprintf(f, "measure,unit,keys,repetitions,stock_median,dropin_median,stock_over_dropin\n");
+  });
   auto row = [&](const char* what, const std::vector<double>* v, const char* fmt) {
     double a = Median(v[0]), b = Median(v[1]);
+    if (csv != nullptr) {
+      // "fill (s)" -> measure "fill", unit "s".
+      const std::string w(what);
+      const size_t paren = w.find(" (");
+      std::fprintf(csv, "%s,%s,%llu,%zu,%.4f,%.4f,%.4f\n", w.substr(0, paren).c_str(),
+                   w.substr(paren + 2, w.size() - paren - 3).c_str(),
+                   static_cast<unsigned long long>(cfg.keys), v[0].size(), a, b,
+                   b > 0 ? a / b : 0);
+    }
     std::printf("%-26s %14.3f %14.3f %12.3f   %s | %s\n", what, a, b, b > 0 ? a / b : 0,
                 List(v[0], fmt).c_str(), List(v[1], fmt).c_str());
   };
@@ -360,6 +376,7 @@ int main(int argc, char** argv) {
   row("compact (s)", compact_s, "%.2f");
   row("read present (us/get)", present_us, "%.3f");
   row("read absent (us/get)", absent_us, "%.3f");
+  if (csv != nullptr) std::fclose(csv);
   std::printf("(stock/dropin > 1: the drop-in is faster)\n");
   std::printf("all reads checked: %d x %llu present keys with their values, %d x %llu absent keys NotFound, per policy\n",
               cfg.reps, static_cast<unsigned long long>(cfg.reads), cfg.reps,

@@ -185,6 +185,7 @@ int main(int argc, char** argv) {
   size_t keys_total = 100000;
   std::vector<int> key_lens{8, 16, 24, 64};
   std::vector<int> kpfs{100, 1000};
+  std::string csv_path;
   for (int i = 1; i < argc; i++) {
     const std::string a = argv[i];
     if (a == "--quick") {
@@ -196,8 +197,11 @@ int main(int argc, char** argv) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--keys" && i + 1 < argc) {
       keys_total = std::max<size_t>(1000, std::strtoull(argv[++i], nullptr, 10));
+    } else if (a == "--csv" && i + 1 < argc) {
+      csv_path = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: leveldb_bloom_query_floor [--quick] [--reps N] [--keys N]\n");
+      std::fprintf(stderr,
+                   "usage: leveldb_bloom_query_floor [--quick] [--reps N] [--keys N] [--csv FILE]\n");
       return 2;
     }
   }
@@ -302,7 +306,24 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // One CSV row per table row: ns per query of each side, independent then chained.
+  FILE* csv = bench::OpenCsv(csv_path, [](FILE* f) {
+    std::fprintf(f, "key_len,keys_per_filter,keys");
+    for (const char* how : {"independent", "chained"}) {
+      for (const char* side : {"leveldb", "capi", "model", "hash", "probes"}) {
+        std::fprintf(f, ",%s_%s_ns", how, side);
+      }
+    }
+    std::fprintf(f, ",ghz\n");
+  });
   for (const Row& row : rows) {
+    if (csv != nullptr) {
+      std::fprintf(csv, "%d,%d,%s", row.key_len, row.kpf, kKindName[row.kind]);
+      for (int chained = 0; chained < 2; chained++) {
+        for (int s = 0; s < kSides; s++) std::fprintf(csv, ",%.2f", row.best[chained][s]);
+      }
+      std::fprintf(csv, ",%.2f\n", ghz);
+    }
     std::printf("%4d %6d  %-8s |", row.key_len, row.kpf, kKindName[row.kind]);
     for (int chained = 0; chained < 2; chained++) {
       for (int s = 0; s < kSides; s++)
@@ -312,6 +333,7 @@ int main(int argc, char** argv) {
     std::printf(" %5.2f %6.2f\n", row.best[0][kLevelDB] / row.best[0][kCApi],
                 row.best[0][kLevelDB] / row.best[0][kModel]);
   }
+  if (csv != nullptr) std::fclose(csv);
   std::printf(
       "\nLevelDB / C API and LevelDB / model: independent queries (>1 = faster than LevelDB).\n"
       "The model is the ceiling of any implementation of the format that answers one key per\n"

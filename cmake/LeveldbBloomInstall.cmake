@@ -48,8 +48,11 @@ install(FILES "${LEVELDB_BLOOM_INCLUDE_DIR}/leveldb_bloom.h"
 set(_lb_pcdir "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 file(RELATIVE_PATH LEVELDB_BLOOM_PC_TO_PREFIX "/prefix/${_lb_pcdir}" "/prefix")
 string(REGEX REPLACE "/$" "" LEVELDB_BLOOM_PC_TO_PREFIX "${LEVELDB_BLOOM_PC_TO_PREFIX}")
-# What the static library needs besides itself (rustc --print native-static-libs).
-set(LEVELDB_BLOOM_PC_LIBS_PRIVATE "-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc")
+# What the static library needs besides itself: rustc --print native-static-libs, less what
+# the C compiler links by itself (libc; the unwinder, which is libgcc_s in a dynamic link and
+# libgcc_eh in a fully static one, where -lgcc_s cannot be found) and what glibc 2.34 and
+# later keeps in libc (util, rt).
+set(LEVELDB_BLOOM_PC_LIBS_PRIVATE "-lpthread -lm -ldl")
 configure_file("${PROJECT_SOURCE_DIR}/cmake/leveldb_bloom.pc.in"
                "${PROJECT_BINARY_DIR}/leveldb_bloom.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/leveldb_bloom.pc" DESTINATION "${_lb_pcdir}")

@@ -1032,7 +1032,7 @@ TEST(CompactDb, FiltersEndingAbove31CompactAndBloomTables) {
   EXPECT_GT(a.compact_queries, 1000u);
   EXPECT_GT(a.bloom_queries, 1000u);
   // 10 bits per key: compact filters let through well under 1%; LevelDB's Bloom filters
-  // several percent on these sequential keys (its hash's weakness: README, "Limitations").
+  // several percent on these sequential keys (its hash's weakness: docs/testing.md, "Limitations worth knowing").
   EXPECT_GE(static_cast<double>(a.compact_no), 0.98 * static_cast<double>(a.compact_queries));
   EXPECT_GE(static_cast<double>(a.bloom_no), 0.85 * static_cast<double>(a.bloom_queries));
   // Our Bloom policy (the drop-in's default) and stock LevelDB: everything, compact filters

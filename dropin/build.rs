@@ -10,7 +10,7 @@ fn main() {
         // Without type information the shim's class names none of its base's either, so it
         // links with LevelDB built by its own CMake (-fno-rtti), which emits none, as with
         // Debian's (RTTI on). typeid and dynamic_cast on the drop-in's policy object are
-        // therefore not supported (README, "Drop-in").
+        // therefore not supported (docs/drop-in.md).
         .flag("-fno-rtti")
         .include("../include")
         .warnings(true)

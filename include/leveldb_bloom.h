@@ -1,6 +1,6 @@
 /*
  * leveldb-bloom: LevelDB's built-in Bloom filter policy ("leveldb.BuiltinBloomFilter2"),
- * bit-identical to LevelDB 1.23, as a C library.
+ * bit-identical to LevelDB 1.23, and an opt-in compact filter format, as a C library.
  *
  * Using it with LevelDB's C API:
  *
@@ -12,8 +12,21 @@
  *     ... open, use and close every database that uses fp ...
  *     leveldb_filterpolicy_destroy(fp);   (this also destroys the leveldb_bloom_policy)
  *
- * Filters and filter blocks are byte-identical to LevelDB's, so databases move freely
- * between this library and stock LevelDB in both directions.
+ * Two kinds of policy, both named "leveldb.BuiltinBloomFilter2" so that tables keep their
+ * filters whichever reads them:
+ * - Bloom policies (leveldb_bloom_policy_create, or _create_for_fp_rate with
+ *   LEVELDB_BLOOM_FORMAT_BLOOM): filters and filter blocks byte-identical to LevelDB's, and
+ *   every filter answered as LevelDB answers it, so databases move freely between this
+ *   library and stock LevelDB in both directions. At 10 bits per key about 1% false
+ *   positives, more on keys that differ only in their last bytes (LevelDB's hash).
+ * - Compact policies (leveldb_bloom_policy_create_compact, or _create_for_fp_rate with
+ *   LEVELDB_BLOOM_FORMAT_COMPACT): filters as long as Bloom filters at the same bits per
+ *   key, with a false-positive rate of 2^-r for their r result bits (at 10 bits per key a
+ *   few tenths of a percent, whatever the keys look like); docs/compact-format.md specifies
+ *   them. Stock LevelDB, and Bloom policies, answer compact filters "may match": a database
+ *   written with them is fully readable everywhere, its tables just read unfiltered. A
+ *   compact policy answers LevelDB's Bloom filters exactly as LevelDB does.
+ * leveldb_bloom_policy_format and leveldb_bloom_policy_bits_per_key tell which is which.
  *
  * Conventions for every function:
  * - Ownership: an object returned by a _create function belongs to the caller, who releases
@@ -33,12 +46,17 @@
  *   instructions, and Bloom filter creation and batch queries one for AVX2, where it has
  *   them (chosen once per process); the environment variable LEVELDB_BLOOM_SIMD=portable
  *   pins the portable code. Bytes and answers are the same.
- * - The drop-in library (libleveldb_bloom_dropin, which carries this API too) builds the
- *   filters of leveldb::NewBloomFilterPolicy in the format LEVELDB_BLOOM_FORMAT names,
- *   bloom (the default, LevelDB's own bytes) or compact, at LEVELDB_BLOOM_BITS_PER_KEY
- *   if set (else the program's), read once per process; an invalid value gets one line on
- *   stderr and the default. Stock LevelDB reads compact filters as "may match": every key
- *   is found, the table is read unfiltered.
+ *
+ * The drop-in library, libleveldb_bloom_dropin, carries this API and also exports
+ * leveldb::NewBloomFilterPolicy(int) (so that unmodified LevelDB programs use this library),
+ * leveldb_bloom_dropin_filter_policy_create(int bits_per_key) (that C++ policy object) and
+ * leveldb_bloom_dropin_policies_created() (how many it has made). Its environment, read
+ * once per process (an invalid value gets one line on stderr and the default):
+ * - LEVELDB_BLOOM_FORMAT: bloom (the default, LevelDB's own bytes) or compact;
+ * - LEVELDB_BLOOM_BITS_PER_KEY: replaces the program's bits per key;
+ * - LEVELDB_BLOOM_STATS_FILE: count, and write the statistics to that file at exit;
+ * - LEVELDB_BLOOM_SIMD: as above. Its C++ policy object has no RTTI (typeid and
+ *   dynamic_cast on it are not supported), so that it links with LevelDB built either way.
  */
 
 #ifndef LEVELDB_BLOOM_H
@@ -120,8 +138,8 @@ typedef enum {
    */
   LEVELDB_BLOOM_FORMAT_BLOOM = 0,
   /**
-   * The compact format (`docs/compact-format.md`): a fifth to a third of the Bloom
-   * filter's false positives in the same memory. Stock LevelDB answers these filters "may match".
+   * The compact format (`docs/compact-format.md`): several times fewer false positives
+   * than the Bloom filter in the same memory. Stock LevelDB answers these filters "may match".
    */
   LEVELDB_BLOOM_FORMAT_COMPACT = 1,
 } leveldb_bloom_format;
@@ -210,8 +228,9 @@ leveldb_bloom_policy *leveldb_bloom_policy_counted(const leveldb_bloom_policy *p
 
 /**
  * Creates a compact-format policy (opt-in). Its filters are as long as LevelDB's Bloom
- * filters at the same bits per key, with far fewer false positives (README, "Compact
- * filters"); their last byte, 31, makes stock LevelDB, and Bloom policies of this library,
+ * filters at the same bits per key, with far fewer false positives: at 10 bits per key a
+ * few tenths of a percent where LevelDB's reach about one percent (`docs/compact-format.md`
+ * gives the rate of every filter, `2^-r`; `docs/benchmarks.md` measures both); their last byte, 31, makes stock LevelDB, and Bloom policies of this library,
  * answer "may match", so a database written with it stays readable everywhere. (Below
  * about 1.2 bits per key no filter fits and the filter is all zero, which every reader,
  * LevelDB included, also answers "may match".)
@@ -276,8 +295,10 @@ void leveldb_bloom_policy_destroy(leveldb_bloom_policy *policy);
 const char *leveldb_bloom_policy_name(const leveldb_bloom_policy *policy);
 
 /**
- * The number of bytes of the filter for `num_keys` keys (duplicates count), the same as
- * LevelDB: `max(num_keys * bits_per_key, 64)` bits rounded up to bytes, plus one byte.
+ * The number of bytes of the filter for `num_keys` keys (duplicates count). Bloom
+ * policies: the same as LevelDB, `max(num_keys * bits_per_key, 64)` bits rounded up to
+ * bytes, plus one byte. Compact policies: the same with their bits per key, which may be
+ * fractional (`ceil(num_keys * bits_per_key)` bits, at least 64).
  * Returns 0 if `policy` is NULL or the size overflows `size_t`.
  *
  * # Safety
@@ -286,8 +307,9 @@ const char *leveldb_bloom_policy_name(const leveldb_bloom_policy *policy);
 size_t leveldb_bloom_filter_len(const leveldb_bloom_policy *policy, size_t num_keys);
 
 /**
- * Builds the filter for `num_keys` keys into `out`, byte-identical to LevelDB's
- * `CreateFilter`. Key `i` is `key_lens[i]` bytes at `keys[i]` (a NULL key is allowed when
+ * Builds the filter for `num_keys` keys into `out`: for a Bloom policy byte-identical to
+ * LevelDB's `CreateFilter`, for a compact policy a compact filter
+ * (`docs/compact-format.md`), as long as `leveldb_bloom_filter_len` says. Key `i` is `key_lens[i]` bytes at `keys[i]` (a NULL key is allowed when
  * its length is 0). `keys` and `key_lens` may be NULL when `num_keys` is 0; `out` may be
  * NULL when `out_cap` is 0, to ask for the size.
  *
@@ -350,7 +372,10 @@ int leveldb_bloom_key_may_match_batch(const leveldb_bloom_policy *policy,
 
 /**
  * Whether `key` may be in `filter` (a filter built by this library or by LevelDB with any
- * bits per key), answered exactly as LevelDB answers, malformed filters included.
+ * bits per key). A Bloom policy answers every filter exactly as LevelDB's Bloom policy
+ * does, malformed filters included, and compact filters "may match", as LevelDB does. A
+ * compact policy answers compact filters by their format and every other filter as
+ * LevelDB does.
  *
  * `true` means "may match"; `false` means the key is certainly absent. Anything that cannot
  * be answered (NULL policy or filter, a NULL key with a length, a length no object can have)
@@ -451,7 +476,8 @@ char *leveldb_bloom_cb_create_filter(void *state,
 
 /**
  * LevelDB's `key_may_match` callback: 1 if `key` may be in `filter`, 0 if it is certainly
- * absent, exactly as LevelDB's Bloom policy answers. Anything that cannot be answered (NULL
+ * absent, answered as `leveldb_bloom_key_may_match` answers (for a Bloom policy, exactly
+ * as LevelDB's Bloom policy). Anything that cannot be answered (NULL
  * state or filter, a NULL key with a length) answers 1.
  *
  * # Safety
@@ -538,8 +564,9 @@ void leveldb_bloom_filter_block_builder_destroy(leveldb_bloom_filter_block_build
 
 /**
  * Whether `key` may be in the data block at `block_offset` of the table whose filter
- * block is `block`, answered exactly as LevelDB's `FilterBlockReader` answers, malformed
- * blocks included ("errors are potential matches").
+ * block is `block`: the block read exactly as LevelDB's `FilterBlockReader` reads it,
+ * malformed blocks included ("errors are potential matches"), and the filter it names
+ * answered as `leveldb_bloom_key_may_match` answers it.
  *
  * `true` means "may match". Anything that cannot be answered (NULL policy or block, a NULL
  * key with a length) answers `true`. Stateless: each call parses the block trailer, which

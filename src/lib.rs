@@ -49,3 +49,9 @@ pub use error::Error;
 pub use filter_block::{FILTER_BASE_LG, FilterBlockBuilder, FilterBlockReader};
 pub use policy::{FilterPolicy, NAME};
 pub use stats::{Counted, StatsSnapshot, global_stats, reset_global_stats};
+
+/// The Rust example of `docs/bindings.md`, compiled and run by `cargo test` (doc tests) so
+/// that the document cannot drift from the crate.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/bindings.md")]
+struct BindingsDocExamples;

@@ -105,8 +105,12 @@ mod tests {
                 .map(|s| u64::from(u32::MAX) >> s)
                 .filter(|&b| b >= 8),
         );
+        // Arrays a 32-bit address space cannot hold are left out there.
         for bits in sizes.into_iter().map(|bits| bits / 8 * 8) {
-            let r = Remainder::new((bits / 8) as usize);
+            let Ok(bytes) = usize::try_from(bits / 8) else {
+                continue;
+            };
+            let r = Remainder::new(bytes);
             for h in hashes() {
                 let (byte, bit) = r.byte_and_bit(h);
                 assert!(bit < 8);

@@ -19,6 +19,7 @@ import shutil
 from setuptools import setup
 from setuptools.command.sdist import sdist
 from setuptools_rust import Binding, RustExtension
+from setuptools_rust.build import build_rust
 
 try:  # setuptools >= 70.1 ships its own bdist_wheel
     from setuptools.command.bdist_wheel import bdist_wheel
@@ -79,6 +80,15 @@ class SdistWithCrate(sdist):
                 shutil.copy2(source, os.path.join(target, name))
 
 
+class BuildRustPlainName(build_rust):
+    """Puts the library in the package as ``libleveldb_bloom.so``: a C library that ctypes
+    loads, not a Python extension, so its name carries no Python version or ABI tag."""
+
+    def get_dylib_ext_path(self, ext, target_fname):
+        path = super().get_dylib_ext_path(ext, target_fname)
+        return os.path.join(os.path.dirname(path), "libleveldb_bloom.so")
+
+
 class BdistWheelAnyPython(bdist_wheel):
     """A wheel for any Python 3 on this platform: ctypes loads a plain C library."""
 
@@ -95,6 +105,10 @@ setup(
             binding=Binding.NoBinding,
         )
     ],
-    cmdclass={"sdist": SdistWithCrate, "bdist_wheel": BdistWheelAnyPython},
+    cmdclass={
+        "sdist": SdistWithCrate,
+        "build_rust": BuildRustPlainName,
+        "bdist_wheel": BdistWheelAnyPython,
+    },
     zip_safe=False,
 )

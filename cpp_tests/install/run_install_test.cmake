@@ -60,6 +60,9 @@ elseif(STEP STREQUAL "pkg_config")
   # Static: the archive, and what Libs.private says it needs.
   run(sh -c "${CC} '${src}' -o '${WORK}/consumer_static' $(pkg-config --cflags leveldb_bloom) -Wl,-Bstatic $(pkg-config --static --libs-only-L leveldb_bloom) -lleveldb_bloom -Wl,-Bdynamic $(pkg-config --static --libs leveldb_bloom | sed -e 's/-lleveldb_bloom//' -e 's/-L[^ ]*//g')")
   run("${WORK}/consumer_static")
+  # Fully static, as the installing guide writes it.
+  run(sh -c "${CC} -static '${src}' -o '${WORK}/consumer_all_static' $(pkg-config --static --cflags --libs leveldb_bloom)")
+  run("${WORK}/consumer_all_static")
 elseif(STEP STREQUAL "add_subdirectory")
   file(REMOVE_RECURSE "${WORK}")
   run("${CMAKE_COMMAND}" -S "${SOURCE_DIR}/cpp_tests/install/add_subdirectory" -B "${WORK}"

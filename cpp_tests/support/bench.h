@@ -6,7 +6,6 @@
 
 #include <dlfcn.h>
 #include <sys/resource.h>
-#include <sys/utsname.h>
 
 #include <algorithm>
 #include <chrono>
@@ -135,17 +134,24 @@ void Shuffle(T* a, size_t n, Rng& rng) {
   }
 }
 
-inline std::string CpuModel() {
+// The first value of a /proc/cpuinfo field ("model name", "cpu family", "model").
+inline std::string CpuField(const char* name) {
   std::ifstream in("/proc/cpuinfo");
-  std::string line, model = "unknown";
+  std::string line;
+  const std::string key(name);
   while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      size_t c = line.find(':');
-      if (c != std::string::npos) model = line.substr(c + 2);
-      break;
-    }
+    if (line.rfind(key, 0) != 0) continue;
+    const size_t c = line.find(':');
+    if (c == std::string::npos || line.find_first_not_of(" \t", key.size()) != c) continue;
+    return c + 2 <= line.size() ? line.substr(c + 2) : std::string();
   }
-  return model;
+  return "unknown";
+}
+
+// The processor as benchmark outputs record it: model name, family and model numbers.
+inline std::string CpuModel() {
+  return CpuField("model name") + " (family " + CpuField("cpu family") + ", model " +
+         CpuField("model") + ")";
 }
 
 inline int CpuCount() {
@@ -164,11 +170,9 @@ inline std::string LoadAvg() {
 }
 
 inline void PrintMachine(const char* program) {
-  struct utsname u;
-  uname(&u);
   std::printf("%s\n", program);
-  std::printf("machine: %s, %d cores (%s %s), load average %s at start\n", CpuModel().c_str(),
-              CpuCount(), u.sysname, u.release, LoadAvg().c_str());
+  std::printf("processor: %s, %d cores, load average %s at start\n", CpuModel().c_str(),
+              CpuCount(), LoadAvg().c_str());
   std::printf("LevelDB %d.%d (libleveldb), leveldb-bloom %s (drop-in library), %s, %s\n",
               leveldb::kMajorVersion, leveldb::kMinorVersion, leveldb_bloom_version(),
 #if defined(__clang__)
@@ -200,7 +204,8 @@ inline void ExpectFrom(const char* what, const void* addr, const char* want,
          "drop-in, not libleveldb_bloom.so)",
          what, lib.c_str(), want);
   }
-  if (print) std::printf("  %-48s %s\n", what, lib.c_str());
+  // The file's name only: where it was installed says nothing about the measurement.
+  if (print) std::printf("  %-48s %s\n", what, lib.substr(lib.rfind('/') + 1).c_str());
 }
 
 // The vtable of a polymorphic object: tells whose class it really is.

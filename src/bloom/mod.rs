@@ -75,7 +75,7 @@ impl BloomPolicy {
     /// The policy with the fewest bits per key (1 to 100) whose filters are expected to
     /// have at most `fp_rate` false positives, by the standard Bloom model
     /// `(1 - e^(-k / bits_per_key))^k`. LevelDB's filters do somewhat worse than the model
-    /// (README, "Performance"). `fp_rate` must be in `(0, 1)` and
+    /// (its hash does not mix the last bytes of a key fully). `fp_rate` must be in `(0, 1)` and
     /// reachable, else [`Error::InvalidFalsePositiveRate`].
     ///
     /// ```

@@ -101,7 +101,8 @@ fn malloc_copy(bytes: &[u8]) -> (*mut u8, usize) {
 }
 
 /// LevelDB's `key_may_match` callback: 1 if `key` may be in `filter`, 0 if it is certainly
-/// absent, exactly as LevelDB's Bloom policy answers. Anything that cannot be answered (NULL
+/// absent, answered as `leveldb_bloom_key_may_match` answers (for a Bloom policy, exactly
+/// as LevelDB's Bloom policy). Anything that cannot be answered (NULL
 /// state or filter, a NULL key with a length) answers 1.
 ///
 /// # Safety

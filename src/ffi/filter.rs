@@ -9,8 +9,9 @@ use super::policy::leveldb_bloom_policy;
 use super::status::leveldb_bloom_status::*;
 use crate::policy::FilterPolicy;
 
-/// Builds the filter for `num_keys` keys into `out`, byte-identical to LevelDB's
-/// `CreateFilter`. Key `i` is `key_lens[i]` bytes at `keys[i]` (a NULL key is allowed when
+/// Builds the filter for `num_keys` keys into `out`: for a Bloom policy byte-identical to
+/// LevelDB's `CreateFilter`, for a compact policy a compact filter
+/// (`docs/compact-format.md`), as long as `leveldb_bloom_filter_len` says. Key `i` is `key_lens[i]` bytes at `keys[i]` (a NULL key is allowed when
 /// its length is 0). `keys` and `key_lens` may be NULL when `num_keys` is 0; `out` may be
 /// NULL when `out_cap` is 0, to ask for the size.
 ///

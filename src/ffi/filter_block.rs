@@ -124,8 +124,9 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_destroy(
 }
 
 /// Whether `key` may be in the data block at `block_offset` of the table whose filter
-/// block is `block`, answered exactly as LevelDB's `FilterBlockReader` answers, malformed
-/// blocks included ("errors are potential matches").
+/// block is `block`: the block read exactly as LevelDB's `FilterBlockReader` reads it,
+/// malformed blocks included ("errors are potential matches"), and the filter it names
+/// answered as `leveldb_bloom_key_may_match` answers it.
 ///
 /// `true` means "may match". Anything that cannot be answered (NULL policy or block, a NULL
 /// key with a length) answers `true`. Stateless: each call parses the block trailer, which

@@ -137,14 +137,15 @@ pub unsafe extern "C" fn leveldb_bloom_policy_counted(
 pub enum leveldb_bloom_format {
     /// LevelDB's own Bloom filters, byte-identical to `leveldb_filterpolicy_create_bloom`.
     LEVELDB_BLOOM_FORMAT_BLOOM = 0,
-    /// The compact format (`docs/compact-format.md`): a fifth to a third of the Bloom
-    /// filter's false positives in the same memory. Stock LevelDB answers these filters "may match".
+    /// The compact format (`docs/compact-format.md`): several times fewer false positives
+    /// than the Bloom filter in the same memory. Stock LevelDB answers these filters "may match".
     LEVELDB_BLOOM_FORMAT_COMPACT = 1,
 }
 
 /// Creates a compact-format policy (opt-in). Its filters are as long as LevelDB's Bloom
-/// filters at the same bits per key, with far fewer false positives (README, "Compact
-/// filters"); their last byte, 31, makes stock LevelDB, and Bloom policies of this library,
+/// filters at the same bits per key, with far fewer false positives: at 10 bits per key a
+/// few tenths of a percent where LevelDB's reach about one percent (`docs/compact-format.md`
+/// gives the rate of every filter, `2^-r`; `docs/benchmarks.md` measures both); their last byte, 31, makes stock LevelDB, and Bloom policies of this library,
 /// answer "may match", so a database written with it stays readable everywhere. (Below
 /// about 1.2 bits per key no filter fits and the filter is all zero, which every reader,
 /// LevelDB included, also answers "may match".)
@@ -248,8 +249,10 @@ pub unsafe extern "C" fn leveldb_bloom_policy_name(
     guard(POLICY_NAME.as_ptr(), || POLICY_NAME.as_ptr())
 }
 
-/// The number of bytes of the filter for `num_keys` keys (duplicates count), the same as
-/// LevelDB: `max(num_keys * bits_per_key, 64)` bits rounded up to bytes, plus one byte.
+/// The number of bytes of the filter for `num_keys` keys (duplicates count). Bloom
+/// policies: the same as LevelDB, `max(num_keys * bits_per_key, 64)` bits rounded up to
+/// bytes, plus one byte. Compact policies: the same with their bits per key, which may be
+/// fractional (`ceil(num_keys * bits_per_key)` bits, at least 64).
 /// Returns 0 if `policy` is NULL or the size overflows `size_t`.
 ///
 /// # Safety

@@ -39,7 +39,10 @@ pub(crate) fn query_for(policy: &Counted<Policy>) -> Query {
 }
 
 /// Whether `key` may be in `filter` (a filter built by this library or by LevelDB with any
-/// bits per key), answered exactly as LevelDB answers, malformed filters included.
+/// bits per key). A Bloom policy answers every filter exactly as LevelDB's Bloom policy
+/// does, malformed filters included, and compact filters "may match", as LevelDB does. A
+/// compact policy answers compact filters by their format and every other filter as
+/// LevelDB does.
 ///
 /// `true` means "may match"; `false` means the key is certainly absent. Anything that cannot
 /// be answered (NULL policy or filter, a NULL key with a length, a length no object can have)
