@@ -48,9 +48,9 @@
  *   pins the portable code. Bytes and answers are the same.
  *
  * The drop-in library, libleveldb_bloom_dropin, carries this API and also exports
- * leveldb::NewBloomFilterPolicy(int) (so that unmodified LevelDB programs use this library),
- * leveldb_bloom_dropin_filter_policy_create(int bits_per_key) (that C++ policy object) and
- * leveldb_bloom_dropin_policies_created() (how many it has made). Its environment, read
+ * leveldb::NewBloomFilterPolicy, so that unmodified LevelDB programs use this library;
+ * leveldb_bloom_dropin_filter_policy_create, which makes that C++ policy object for a bits
+ * per key; and leveldb_bloom_dropin_policies_created, how many it has made. Its environment, read
  * once per process (an invalid value gets one line on stderr and the default):
  * - LEVELDB_BLOOM_FORMAT: bloom (the default, LevelDB's own bytes) or compact;
  * - LEVELDB_BLOOM_BITS_PER_KEY: replaces the program's bits per key;
