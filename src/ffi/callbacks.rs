@@ -4,7 +4,8 @@
 use std::ffi::{c_char, c_int, c_void};
 
 use super::boundary::{FfiResult, KeyArray, guard, try_ref, with_keys};
-use super::policy::{POLICY_NAME, leveldb_bloom_policy, leveldb_bloom_policy_destroy};
+use super::handle::leveldb_bloom_policy;
+use super::policy::{POLICY_NAME, leveldb_bloom_policy_destroy};
 use super::query::leveldb_bloom_key_may_match;
 use super::status::leveldb_bloom_status::*;
 use crate::policy::FilterPolicy;

@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_int};
 use super::boundary::try_zeroed_bytes_mut;
 use super::boundary::{Batch, leveldb_bloom_slice, try_mut};
 use super::boundary::{FfiResult, KeyArray, guard_status, try_filter, try_ref, with_keys};
-use super::policy::leveldb_bloom_policy;
+use super::handle::leveldb_bloom_policy;
 use super::status::leveldb_bloom_status::*;
 use crate::policy::FilterPolicy;
 

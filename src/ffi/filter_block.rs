@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_int};
 use super::boundary::try_slice;
 use super::boundary::{Batch, try_filter, try_mut, try_ref};
 use super::boundary::{KeyArray, destroy, guard, guard_query, guard_status, with_keys};
-use super::policy::{Policy, leveldb_bloom_policy};
+use super::handle::{Policy, leveldb_bloom_policy};
 use crate::filter_block::{FilterBlockBuilder, FilterBlockReader};
 use crate::stats::Counted;
 

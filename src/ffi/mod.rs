@@ -8,6 +8,8 @@
 // One file per concern. The header lists items in the order cbindgen meets these modules.
 mod status;
 
+mod handle;
+
 mod policy;
 
 mod filter;

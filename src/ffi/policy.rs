@@ -3,79 +3,19 @@
 use std::ffi::{CStr, c_char, c_int};
 
 use super::boundary::{destroy, guard, try_ref};
-use super::query::{Query, query_for};
+use super::handle::Policy;
+pub use super::handle::leveldb_bloom_policy;
+use super::query::query_for;
 use crate::bloom::BloomPolicy;
 use crate::compact::CompactPolicy;
 use crate::error::Error;
-use crate::policy::{FilterPolicy, sealed::WriteFilter};
+use crate::policy::FilterPolicy;
 use crate::stats::Counted;
-
-/// A filter policy named `leveldb.BuiltinBloomFilter2`: LevelDB's Bloom filters, or the
-/// opt-in compact format, for one bits-per-key setting, counting its work or not. Immutable
-/// after creation: one policy may be used from any number of threads at once.
-#[allow(non_camel_case_types)]
-pub struct leveldb_bloom_policy {
-    /// How `leveldb_bloom_key_may_match` answers for this policy, chosen when it is made,
-    /// so that a single-key query branches on nothing but its arguments' checks.
-    pub(crate) query: Query,
-    /// Counting, if asked to, into counts shared with the filter block builders made from
-    /// this policy.
-    pub(crate) policy: Counted<Policy>,
-}
 
 impl leveldb_bloom_policy {
     fn new(policy: Counted<Policy>) -> Box<Self> {
         let query = query_for(&policy);
         Box::new(leveldb_bloom_policy { query, policy })
-    }
-}
-
-/// The policy of a C policy object, of the format chosen at its creation.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Policy {
-    Bloom(BloomPolicy),
-    Compact(CompactPolicy),
-}
-
-impl FilterPolicy for Policy {
-    fn filter_len(&self, num_keys: usize) -> Result<usize, Error> {
-        match self {
-            Policy::Bloom(p) => p.filter_len(num_keys),
-            Policy::Compact(p) => p.filter_len(num_keys),
-        }
-    }
-
-    #[inline]
-    fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
-        match self {
-            Policy::Bloom(p) => p.key_may_match(key, filter),
-            Policy::Compact(p) => p.key_may_match(key, filter),
-        }
-    }
-
-    fn keys_may_match<'k>(
-        &self,
-        keys: impl IntoIterator<Item = &'k [u8]>,
-        filter: &[u8],
-        results: &mut [bool],
-    ) {
-        match self {
-            Policy::Bloom(p) => p.keys_may_match(keys, filter, results),
-            Policy::Compact(p) => p.keys_may_match(keys, filter, results),
-        }
-    }
-}
-
-impl WriteFilter for Policy {
-    fn write_filter<I>(&self, keys: I, filter: &mut [u8]) -> Result<(), Error>
-    where
-        I: ExactSizeIterator,
-        I::Item: AsRef<[u8]>,
-    {
-        match self {
-            Policy::Bloom(p) => p.write_filter(keys, filter),
-            Policy::Compact(p) => p.write_filter(keys, filter),
-        }
     }
 }
 

@@ -11,14 +11,9 @@ use std::ffi::c_char;
 use std::slice;
 
 use super::boundary::guard;
-use super::policy::{Policy, leveldb_bloom_policy};
+use super::handle::{Policy, Query, leveldb_bloom_policy};
 use crate::policy::FilterPolicy;
 use crate::stats::Counted;
-
-/// A query whose arguments passed `leveldb_bloom_key_may_match`'s checks: `key` and `filter` not NULL,
-/// pointing to `key_len` and `filter_len` readable bytes, both lengths below `isize::MAX`.
-pub(crate) type Query =
-    unsafe extern "C" fn(&leveldb_bloom_policy, *const u8, usize, *const u8, usize) -> bool;
 
 /// The [`Query`] for `policy`.
 pub(crate) fn query_for(policy: &Counted<Policy>) -> Query {

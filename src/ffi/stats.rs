@@ -3,7 +3,7 @@
 use std::ffi::c_int;
 
 use super::boundary::{guard, guard_status, try_mut, try_ref};
-use super::policy::leveldb_bloom_policy;
+use super::handle::leveldb_bloom_policy;
 use super::status::leveldb_bloom_status::LEVELDB_BLOOM_ERR_NOT_COUNTED;
 use crate::stats::StatsSnapshot;
 
