@@ -48,13 +48,19 @@
  *   pins the portable code. Bytes and answers are the same.
  *
  * The drop-in library, libleveldb_bloom_dropin, carries this API and also exports
- * leveldb::NewBloomFilterPolicy, so that unmodified LevelDB programs use this library;
+ * leveldb::NewBloomFilterPolicy, so that unmodified LevelDB programs use this library (any
+ * LevelDB from 1.20 to 1.23, built with either libstdc++ std::string layout: the policy
+ * object is made for the layout the calling object's symbols name; where they name none,
+ * the program's own NewBloomFilterPolicy serves, said once on stderr);
  * leveldb_bloom_dropin_filter_policy_create, which makes that C++ policy object for a bits
- * per key; and leveldb_bloom_dropin_policies_created, how many it has made. Its environment, read
+ * per key and its caller's layout; leveldb_bloom_dropin_filter_policy_for, the same for the
+ * LevelDB whose code holds a given address (the other two's body); and
+ * leveldb_bloom_dropin_policies_created, how many it has made. Its environment, read
  * once per process (an invalid value gets one line on stderr and the default):
  * - LEVELDB_BLOOM_FORMAT: bloom (the default, LevelDB's own bytes) or compact;
  * - LEVELDB_BLOOM_BITS_PER_KEY: replaces the program's bits per key;
- * - LEVELDB_BLOOM_STATS_FILE: count, and write the statistics to that file at exit;
+ * - LEVELDB_BLOOM_STATS_FILE: count, and write the statistics to that file at exit, also
+ *   when the drop-in served nothing (served=no);
  * - LEVELDB_BLOOM_SIMD: as above. Its C++ policy object has no RTTI (typeid and
  *   dynamic_cast on it are not supported), so that it links with LevelDB built either way.
  */

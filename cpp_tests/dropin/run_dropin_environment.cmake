@@ -10,8 +10,8 @@
 #   - LEVELDB_BLOOM_BITS_PER_KEY=2147483647 (a typo that would make gigabyte filters): one
 #     warning, and the program's own bits per key;
 #   - LEVELDB_BLOOM_STATS_FILE naming a symlink: the file it points to is not written.
-# SETUID_PROGRAM (dropin_c_shared, linked with the drop-in) is copied, made set-user-ID root
-# and run as nobody: it must not write LEVELDB_BLOOM_STATS_FILE. That needs root: without it
+# SETUID_PROGRAM (dropin_c_shared, linked with the drop-in) is copied to a scratch directory
+# of /tmp, made set-user-ID root and run as nobody: it must not write LEVELDB_BLOOM_STATS_FILE. That needs root: without it
 # the script exits 77, which ctest reports as a skipped test.
 
 cmake_minimum_required(VERSION 3.16)
@@ -35,21 +35,33 @@ if(DEFINED SETUID_PROGRAM AND NOT "${SETUID_PROGRAM}" STREQUAL "")
     message("set-user-ID check skipped: it needs root")
     cmake_language(EXIT 77)
   endif()
-  # The copy, owned by root and set-user-ID, in a directory nobody can reach.
-  set(dir "${WORK_DIR}/setuid")
+  # The copy, owned by root and set-user-ID, and its database, in a scratch directory of
+  # /tmp that nobody can reach: the build tree may sit in a directory only root can enter
+  # (mode 0700, as root's home is), and LevelDB checks a database's files with access(),
+  # which uses the real user, nobody.
+  execute_process(COMMAND mktemp -d /tmp/leveldb-bloom-setuid.XXXXXX
+                  OUTPUT_VARIABLE dir OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "mktemp -d /tmp/leveldb-bloom-setuid.XXXXXX failed")
+  endif()
   file(MAKE_DIRECTORY "${dir}/db")
   file(COPY "${SETUID_PROGRAM}" DESTINATION "${dir}")
   get_filename_component(name "${SETUID_PROGRAM}" NAME)
   execute_process(COMMAND chmod 4755 "${dir}/${name}")
-  execute_process(COMMAND chmod 0777 "${dir}" "${dir}/db" "${WORK_DIR}")
+  execute_process(COMMAND chmod 0777 "${dir}" "${dir}/db")
   execute_process(
     COMMAND ${CMAKE_COMMAND} -E env "LEVELDB_BLOOM_STATS_FILE=${dir}/stats"
             setpriv --reuid=nobody --regid=nogroup --clear-groups "${dir}/${name}" "${dir}/db/x"
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  set(wrote_stats FALSE)
+  if(EXISTS "${dir}/stats")
+    set(wrote_stats TRUE)
+  endif()
+  file(REMOVE_RECURSE "${dir}")
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "set-user-ID program failed (${rc}): ${out}${err}")
   endif()
-  if(EXISTS "${dir}/stats")
+  if(wrote_stats)
     message(FATAL_ERROR "a set-user-ID program wrote LEVELDB_BLOOM_STATS_FILE")
   endif()
   message("set-user-ID program: ran, wrote no statistics file")

@@ -1,10 +1,17 @@
 # Proves that an unmodified LevelDB program gets leveldb-bloom's policy from the drop-in,
 # and that nothing it writes or reads changes. Run with cmake -P:
 #
-#   cmake -DPROGRAM=name -DSTOCK=exe -DSHARED=exe -DSTATIC=exe -DDROPIN_SO=path
-#         -DWORK_DIR=dir [-DSTATIC_NO_U=exe -DSTATIC_NO_U_SERVED_BY=stock|dropin]
+#   cmake -DPROGRAM=name -DSTOCK=exe -DDROPIN_SO=path -DWORK_DIR=dir [-DSHARED=exe]
+#         [-DSTATIC=exe] [-DSTATIC_NO_U=exe -DSTATIC_NO_U_SERVED_BY=stock|dropin]
+#         [-DCOMPACT=ON] [-DSTRING_LAYOUT=cxx11|old] [-DPRELOAD_SERVES=OFF]
 #         [-DPRELOAD_FIRST=lib] [-DLAUNCHER=cmd|arg|...]
 #         -P run_dropin_proof.cmake
+#
+# COMPACT adds an arrangement, preload_compact: STOCK preloaded with LEVELDB_BLOOM_FORMAT=compact
+# (same output, its own tables). STRING_LAYOUT requires every policy the drop-in made to be of
+# that std::string layout (the statistics' dropin_policies_<layout>_string). PRELOAD_SERVES=OFF
+# is for a program with LevelDB compiled in, whose calls never leave the executable: preloaded,
+# the drop-in must change nothing and its statistics file must say served=no.
 #
 # PRELOAD_FIRST (sanitized builds: the ASan or TSan runtime) is preloaded ahead of DROPIN_SO;
 # LAUNCHER (a '|'-separated command, e.g. valgrind and its options) runs every program.
@@ -17,8 +24,8 @@
 #
 #   stock     STOCK as it is                      -> must write NO statistics file
 #   preload   STOCK with LD_PRELOAD=DROPIN_SO     -> statistics file expected
-#   shared    SHARED                              -> statistics file expected
-#   static    STATIC                              -> statistics file expected
+#   shared    SHARED (optional)                   -> statistics file expected
+#   static    STATIC (optional)                   -> statistics file expected
 #   static_no_u  (optional) STATIC_NO_U: linked like STATIC but without
 #             -Wl,-u,_ZN7leveldb20NewBloomFilterPolicyEi -> STATIC_NO_U_SERVED_BY says
 #             whose policy runs: "stock" (a C program: nothing pulls the drop-in's archive
@@ -52,12 +59,27 @@
 
 cmake_minimum_required(VERSION 3.16)
 
-foreach(var PROGRAM STOCK SHARED STATIC DROPIN_SO WORK_DIR)
+foreach(var PROGRAM STOCK DROPIN_SO WORK_DIR)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "run_dropin_proof.cmake: -D${var}=... is required")
   endif()
 endforeach()
-set(arrangements stock preload shared static)
+set(arrangements stock preload)
+foreach(var SHARED STATIC)
+  if(DEFINED ${var} AND NOT "${${var}}" STREQUAL "")
+    string(TOLOWER "${var}" arrangement)
+    list(APPEND arrangements ${arrangement})
+  endif()
+endforeach()
+if(COMPACT)
+  list(APPEND arrangements preload_compact)
+endif()
+if(NOT DEFINED PRELOAD_SERVES)
+  set(PRELOAD_SERVES ON)
+endif()
+if(DEFINED STRING_LAYOUT AND NOT STRING_LAYOUT MATCHES "^(|cxx11|old)$")
+  message(FATAL_ERROR "run_dropin_proof.cmake: -DSTRING_LAYOUT=cxx11|old")
+endif()
 if(DEFINED STATIC_NO_U AND NOT "${STATIC_NO_U}" STREQUAL "")
   if(NOT STATIC_NO_U_SERVED_BY MATCHES "^(stock|dropin)$")
     message(FATAL_ERROR "run_dropin_proof.cmake: -DSTATIC_NO_U_SERVED_BY=stock|dropin is required")
@@ -81,7 +103,7 @@ endmacro()
 function(parse_lines prefix text)
   string(REPLACE "\n" ";" lines "${text}")
   foreach(line IN LISTS lines)
-    if(line MATCHES "^([a-z_]+)=(.*)$")
+    if(line MATCHES "^([a-z0-9_]+)=(.*)$")
       set(${prefix}_${CMAKE_MATCH_1} "${CMAKE_MATCH_2}" PARENT_SCOPE)
     endif()
   endforeach()
@@ -104,12 +126,17 @@ foreach(arrangement IN LISTS arrangements)
   file(MAKE_DIRECTORY "${dir}")
   set(stats_file "${dir}/stats.txt")
 
+  set(format bloom)
   if(arrangement STREQUAL "stock")
     set(exe "${STOCK}")
     set(env --unset=LD_PRELOAD)
   elseif(arrangement STREQUAL "preload")
     set(exe "${STOCK}")
     set(env "LD_PRELOAD=${preload}")
+  elseif(arrangement STREQUAL "preload_compact")
+    set(exe "${STOCK}")
+    set(format compact)
+    set(env "LD_PRELOAD=${preload}" LEVELDB_BLOOM_FORMAT=compact)
   elseif(arrangement STREQUAL "shared")
     set(exe "${SHARED}")
     set(env --unset=LD_PRELOAD)
@@ -122,8 +149,8 @@ foreach(arrangement IN LISTS arrangements)
   endif()
 
   execute_process(
-    COMMAND "${CMAKE_COMMAND}" -E env ${env} --unset=LEVELDB_BLOOM_FORMAT
-            --unset=LEVELDB_BLOOM_BITS_PER_KEY "LEVELDB_BLOOM_STATS_FILE=${stats_file}"
+    COMMAND "${CMAKE_COMMAND}" -E env --unset=LEVELDB_BLOOM_FORMAT
+            --unset=LEVELDB_BLOOM_BITS_PER_KEY ${env} "LEVELDB_BLOOM_STATS_FILE=${stats_file}"
             ${launcher} "${exe}" "${dir}/db"
     RESULT_VARIABLE rc
     OUTPUT_VARIABLE output
@@ -172,7 +199,12 @@ foreach(arrangement IN LISTS arrangements)
     fail_check("the stock run's table files (${stock_tables}), got (${tables})")
   endif()
   set(identical 0)
-  foreach(t IN LISTS tables)
+  # Compact filters are other bytes by design: the same output is their proof.
+  set(compared_tables "${tables}")
+  if(format STREQUAL "compact")
+    set(compared_tables "")
+  endif()
+  foreach(t IN LISTS compared_tables)
     if(EXISTS "${stock_dir}/db/${t}")
       execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files
                               "${stock_dir}/db/${t}" "${dir}/db/${t}"
@@ -199,14 +231,30 @@ foreach(arrangement IN LISTS arrangements)
     continue()
   endif()
   file(READ "${stats_file}" stats_text)
-  foreach(f format bits_per_key dropin_policies filters_built keys_added queries no_match)
+  foreach(f served format bits_per_key dropin_policies dropin_policies_cxx11_string
+            dropin_policies_old_string fallbacks filters_built keys_added queries no_match)
     unset(st_${f})
   endforeach()
   parse_lines(st "${stats_text}")
-  # No LEVELDB_BLOOM_FORMAT or _BITS_PER_KEY here: LevelDB's own filters at the program's.
-  if(NOT "${st_format}" STREQUAL "bloom" OR NOT "${st_bits_per_key}" STREQUAL "program")
+  string(STRIP "${stats_text}" shown)
+  string(REPLACE "\n" " " shown "${shown}")
+  if(arrangement MATCHES "^preload" AND NOT PRELOAD_SERVES)
+    # LevelDB compiled into the program: its call never reaches the drop-in.
+    if(NOT "${st_served}" STREQUAL "no" OR NOT "${st_dropin_policies}" STREQUAL "0")
+      fail_check("served=no and dropin_policies=0 in the statistics file:\n${stats_text}")
+    endif()
+    message(STATUS "${PROGRAM} [${arrangement}]: output identical; ${identical} tables "
+                   "byte-identical; the statistics file says the drop-in did not serve: ${shown}")
+    continue()
+  endif()
+  # The program's bits per key, in the arrangement's format.
+  if(NOT "${st_format}" STREQUAL "${format}" OR NOT "${st_bits_per_key}" STREQUAL "program"
+     OR NOT "${st_served}" STREQUAL "yes" OR NOT "${st_fallbacks}" STREQUAL "0")
     message(FATAL_ERROR "${PROGRAM} [${arrangement}]: statistics file names format "
                         "'${st_format}', bits per key '${st_bits_per_key}':\n${stats_text}")
+  endif()
+  if(STRING_LAYOUT AND NOT "${st_dropin_policies_${STRING_LAYOUT}_string}" STREQUAL "${st_dropin_policies}")
+    fail_check("every policy made for ${STRING_LAYOUT} strings:\n${stats_text}")
   endif()
   foreach(f dropin_policies filters_built keys_added queries no_match)
     if(NOT DEFINED st_${f} OR NOT "${st_${f}}" MATCHES "^[0-9]+$")
@@ -241,11 +289,12 @@ foreach(arrangement IN LISTS arrangements)
     fail_check("queries (${st_queries}) >= present_lookups + no_match (${answered})")
   endif()
 
-  string(STRIP "${stats_text}" shown)
-  string(REPLACE "\n" " " shown "${shown}")
-  list(LENGTH tables n_tables)
-  message(STATUS "${PROGRAM} [${arrangement}]: output identical; ${identical}/${n_tables} tables "
-                 "byte-identical (${table_sizes}); stats: ${shown}")
+  list(LENGTH compared_tables n_tables)
+  set(tables_said "${identical}/${n_tables} tables byte-identical (${table_sizes})")
+  if(format STREQUAL "compact")
+    set(tables_said "compact tables (${table_sizes})")
+  endif()
+  message(STATUS "${PROGRAM} [${arrangement}]: output identical; ${tables_said}; stats: ${shown}")
 endforeach()
 
 if(failures GREATER 0)
