@@ -15,17 +15,8 @@
 # the script exits 77, which ctest reports as a skipped test.
 
 cmake_minimum_required(VERSION 3.16)
-
-foreach(var PROGRAM DROPIN_SO WORK_DIR)
-  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
-    message(FATAL_ERROR "run_dropin_environment.cmake: -D${var}=... is required")
-  endif()
-endforeach()
-string(REPLACE "|" ";" launcher "${LAUNCHER}")
-set(preload "${DROPIN_SO}")
-if(PRELOAD_FIRST)
-  set(preload "${PRELOAD_FIRST}:${DROPIN_SO}")
-endif()
+include("${CMAKE_CURRENT_LIST_DIR}/script_arguments.cmake")
+dropin_script_arguments(run_dropin_environment.cmake PROGRAM DROPIN_SO WORK_DIR)
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 

@@ -58,12 +58,8 @@
 #       queries >= present_lookups + no_match (each present lookup asks one filter too).
 
 cmake_minimum_required(VERSION 3.16)
-
-foreach(var PROGRAM STOCK DROPIN_SO WORK_DIR)
-  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
-    message(FATAL_ERROR "run_dropin_proof.cmake: -D${var}=... is required")
-  endif()
-endforeach()
+include("${CMAKE_CURRENT_LIST_DIR}/script_arguments.cmake")
+dropin_script_arguments(run_dropin_proof.cmake PROGRAM STOCK DROPIN_SO WORK_DIR)
 set(arrangements stock preload)
 foreach(var SHARED STATIC)
   if(DEFINED ${var} AND NOT "${${var}}" STREQUAL "")
@@ -109,14 +105,6 @@ function(parse_lines prefix text)
   endforeach()
 endfunction()
 
-set(preload "${DROPIN_SO}")
-if(DEFINED PRELOAD_FIRST AND NOT "${PRELOAD_FIRST}" STREQUAL "")
-  set(preload "${PRELOAD_FIRST}:${DROPIN_SO}")
-endif()
-set(launcher "")
-if(DEFINED LAUNCHER AND NOT "${LAUNCHER}" STREQUAL "")
-  string(REPLACE "|" ";" launcher "${LAUNCHER}")
-endif()
 
 set(stock_output "")
 set(stock_tables "")
