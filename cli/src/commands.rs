@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use crate::files::{self, ReadError};
+use crate::files::{self, ReadError, shown};
 use crate::leveldb::{Db, NewFilters};
+use crate::lock::{DatabaseLock, LockError};
 use crate::manifest;
 use crate::report::{self, Keys, TableReport};
 
@@ -59,60 +60,94 @@ fn emit(text: &str) -> Result<(), Failure> {
 struct Target {
     tables: Vec<(PathBuf, Option<manifest::LiveTable>)>,
     not_live: Vec<PathBuf>,
-    keys: Keys,
+    /// `None`: as each table's keys show ([`report::keys_of`]).
+    keys: Option<Keys>,
 }
 
-fn target(path: &Path, keys: Option<Keys>) -> Result<Target, Failure> {
+/// Whether `path` is a database directory (`Err` when it is a directory that is not one).
+fn is_database_dir(path: &Path) -> Result<bool, Failure> {
     let meta =
-        std::fs::metadata(path).map_err(|e| Failure::error(format!("{}: {e}", path.display())))?;
-    if meta.is_dir() {
-        if !manifest::is_database(path) {
-            return Err(Failure::error(format!(
-                "{}: not a LevelDB database (no CURRENT file)",
-                path.display()
-            )));
-        }
-        let version = manifest::current_version(path).map_err(|e| {
-            if e.damaged {
-                Failure::damaged(e.message)
-            } else {
-                Failure::error(e.message)
-            }
-        })?;
-        Ok(Target {
-            tables: version
-                .live
-                .into_iter()
-                .map(|t| (t.path.clone(), Some(t)))
-                .collect(),
-            not_live: version.not_live,
-            keys: keys.unwrap_or(Keys::Internal),
-        })
+        std::fs::metadata(path).map_err(|e| Failure::error(format!("{}: {e}", shown(path))))?;
+    if meta.is_dir() && !manifest::is_database(path) {
+        return Err(Failure::error(format!(
+            "{}: not a LevelDB database (no CURRENT file)",
+            shown(path)
+        )));
+    }
+    Ok(meta.is_dir())
+}
+
+/// LevelDB's lock on the database in `dir`, taken before anything of it is read: a read
+/// lock for the commands that only read, the write lock for `upgrade`.
+fn lock(dir: &Path, write: bool) -> Result<DatabaseLock, Failure> {
+    let taken = if write {
+        DatabaseLock::write(dir)
     } else {
-        // A table in a database directory holds internal keys; one written by TableBuilder
-        // elsewhere, user keys.
-        let in_database = path.parent().is_some_and(manifest::is_database);
-        Ok(Target {
-            tables: vec![(path.to_path_buf(), None)],
-            not_live: Vec::new(),
-            keys: keys.unwrap_or(if in_database {
-                Keys::Internal
-            } else {
-                Keys::User
-            }),
-        })
+        DatabaseLock::read(dir)
+    };
+    taken.map_err(|e| lock_failure(dir, write, e))
+}
+
+fn lock_failure(dir: &Path, write: bool, e: LockError) -> Failure {
+    match e {
+        LockError::InUse => Failure::error(format!(
+            "{}: in use: another process has the database open; close it and run again",
+            shown(dir)
+        )),
+        LockError::Io(e) if write && e.raw_os_error() == Some(libc::EROFS) => {
+            Failure::error(format!(
+                "{}: on a read-only file system; nothing rewritten",
+                shown(dir)
+            ))
+        }
+        LockError::Io(e) => Failure::error(format!("{}: {e}", shown(&dir.join("LOCK")))),
     }
 }
 
-/// Reads and analyzes every table of `path`, with a progress bar on stderr when it is a
-/// terminal. A table of a database is also held against what the MANIFEST says of it: its
-/// size (where LevelDB reads its footer) and its first and last keys (where LevelDB looks
-/// for keys).
+fn target(path: &Path, database: bool, keys: Option<Keys>) -> Result<Target, Failure> {
+    if !database {
+        return Ok(Target {
+            tables: vec![(path.to_path_buf(), None)],
+            not_live: Vec::new(),
+            keys,
+        });
+    }
+    if keys == Some(Keys::User) {
+        return Err(Failure::error(format!(
+            "{}: a database's tables hold internal keys; --keys user is for a table file \
+             written with LevelDB's TableBuilder",
+            shown(path)
+        )));
+    }
+    let version = manifest::current_version(path).map_err(|e| {
+        if e.damaged {
+            Failure::damaged(e.message)
+        } else {
+            Failure::error(e.message)
+        }
+    })?;
+    Ok(Target {
+        tables: version
+            .live
+            .into_iter()
+            .map(|t| (t.path.clone(), Some(t)))
+            .collect(),
+        not_live: version.not_live,
+        keys: Some(Keys::Internal),
+    })
+}
+
+/// Reads and analyzes every table of `path` (a database directory when `database`, under
+/// the lock the caller holds), with a progress bar on stderr when it is a terminal. A table
+/// of a database is read as LevelDB reads it, up to the size its MANIFEST records, and held
+/// against what the MANIFEST says of it: that size and its first and last keys (where
+/// LevelDB looks for keys).
 fn analyze_all(
     path: &Path,
+    database: bool,
     keys: Option<Keys>,
 ) -> Result<(Vec<TableReport>, Vec<PathBuf>), Failure> {
-    let target = target(path, keys)?;
+    let target = target(path, database, keys)?;
     let bar = ProgressBar::new(target.tables.len() as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} tables {msg}")
@@ -120,25 +155,29 @@ fn analyze_all(
     );
     let mut reports = Vec::new();
     for (file, live) in &target.tables {
-        let name = file.file_name().map_or_else(
-            || file.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
+        let name = file
+            .file_name()
+            .map_or_else(|| shown(file), |n| shown(Path::new(n)));
         bar.set_message(name.clone());
-        let report = match files::read_regular(file) {
-            Ok(bytes) => {
-                let mut report =
-                    report::analyze(name.clone(), &bytes, target.keys).unwrap_or_else(|e| {
-                        unreadable(
-                            &name,
-                            e.offset,
-                            format!("cannot read the table: {}", e.what),
-                        )
-                    });
+        let limit = live.as_ref().map_or(u64::MAX, |t| t.size);
+        let report = match files::read_regular_prefix(file, limit) {
+            Ok((bytes, file_len)) => {
+                if live.is_none() && !crate::table::has_table_magic(&bytes) {
+                    return Err(Failure::error(format!(
+                        "{}: not a LevelDB table (it does not end in a table footer)",
+                        shown(file)
+                    )));
+                }
+                let keys = target.keys.unwrap_or_else(|| report::keys_of(&bytes));
+                let mut report = report::analyze(name.clone(), &bytes, keys).unwrap_or_else(|e| {
+                    unreadable(
+                        &name,
+                        e.offset,
+                        format!("cannot read the table: {}", e.what),
+                    )
+                });
                 if let Some(live) = live {
-                    report
-                        .problems
-                        .extend(against_manifest(live, &bytes, &report));
+                    against_manifest(live, file_len, &mut report);
                 }
                 report
             }
@@ -150,7 +189,7 @@ fn analyze_all(
             Err(ReadError::NotRegular(what)) => {
                 unreadable(&name, 0, format!("{what}, not a regular file"))
             }
-            Err(e) => return Err(Failure::error(format!("{}: {e}", file.display()))),
+            Err(e) => return Err(Failure::error(format!("{}: {e}", shown(file)))),
         };
         reports.push(TableReport {
             level: live.as_ref().map(|t| t.level),
@@ -162,27 +201,48 @@ fn analyze_all(
     Ok((reports, target.not_live))
 }
 
-/// Where a table file differs from what the MANIFEST says of it.
-fn against_manifest(
-    live: &manifest::LiveTable,
-    bytes: &[u8],
-    report: &TableReport,
-) -> Vec<report::Problem> {
+/// Where a table file differs from what the MANIFEST says of it: a file shorter than its
+/// recorded size is damage (LevelDB reads the footer there), a longer one a warning (LevelDB
+/// reads the first `size` bytes, and so did the analysis); keys outside the recorded range
+/// are damage.
+fn against_manifest(live: &manifest::LiveTable, file_len: u64, report: &mut TableReport) {
     let mut problems = Vec::new();
-    if bytes.len() as u64 != live.size {
+    if file_len < live.size {
         problems.push(report::Problem {
             offset: 0,
             what: format!(
-                "the file has {} bytes, the MANIFEST says {} (LevelDB reads the footer there: \
-                 truncated, or another file in its place?)",
-                bytes.len(),
+                "the file has {file_len} bytes, the MANIFEST says {} (LevelDB reads the footer \
+                 there: truncated, or another file in its place?)",
+                live.size
+            ),
+            count: 1,
+        });
+    } else if file_len > live.size && !report.problems.is_empty() {
+        problems.push(report::Problem {
+            offset: 0,
+            what: format!(
+                "the file has {file_len} bytes, the MANIFEST says {}, and its first {} bytes \
+                 are not the table LevelDB reads there (another file in its place?)",
+                live.size, live.size
+            ),
+            count: 1,
+        });
+    } else if file_len > live.size {
+        report.warnings.push(report::Problem {
+            offset: live.size,
+            what: format!(
+                "{} bytes past the size the MANIFEST records ({}); LevelDB reads only those",
+                file_len - live.size,
                 live.size
             ),
             count: 1,
         });
     }
     let range = (report.first_key.as_deref(), report.last_key.as_deref());
-    if report.problems.is_empty() && range != (Some(&live.smallest[..]), Some(&live.largest[..])) {
+    if report.problems.is_empty()
+        && problems.is_empty()
+        && range != (Some(&live.smallest[..]), Some(&live.largest[..]))
+    {
         let key = |k: Option<&[u8]>| k.map_or_else(|| "none".into(), short_hex);
         problems.push(report::Problem {
             offset: 0,
@@ -197,7 +257,7 @@ fn against_manifest(
             count: 1,
         });
     }
-    problems
+    report.problems.extend(problems);
 }
 
 /// A key in hex, its first 24 bytes.
@@ -309,7 +369,7 @@ pub fn render(tables: &[TableReport], total: &TableReport, not_live: &[PathBuf])
         let _ = writeln!(
             out,
             "not part of the current version (not counted): {}",
-            path.display()
+            shown(path)
         );
     }
     out
@@ -317,7 +377,9 @@ pub fn render(tables: &[TableReport], total: &TableReport, not_live: &[PathBuf])
 
 /// `inspect PATH [--json]`.
 pub fn inspect(path: &Path, json: bool, keys: Option<Keys>) -> Result<u8, Failure> {
-    let (tables, not_live) = analyze_all(path, keys)?;
+    let database = is_database_dir(path)?;
+    let _lock = database.then(|| lock(path, false)).transpose()?;
+    let (tables, not_live) = analyze_all(path, database, keys)?;
     let total = report::total(&tables);
     if json {
         let doc = InspectJson {
@@ -338,7 +400,9 @@ pub fn inspect(path: &Path, json: bool, keys: Option<Keys>) -> Result<u8, Failur
 /// the MANIFEST, checksums and false negatives; each problem on a line, then what was
 /// checked. Warnings (what LevelDB reads anyway) do not change the exit status.
 pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
-    let (tables, _) = analyze_all(path, keys)?;
+    let database = is_database_dir(path)?;
+    let _lock = database.then(|| lock(path, false)).transpose()?;
+    let (tables, _) = analyze_all(path, database, keys)?;
     let mut problems = 0;
     for t in &tables {
         for p in &t.problems {
@@ -414,10 +478,13 @@ pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
     if !path.is_dir() || !manifest::is_database(path) {
         return Err(Failure::error(format!(
             "{}: not a LevelDB database directory (no CURRENT file)",
-            path.display()
+            shown(path)
         )));
     }
-    let (before, _) = analyze_all(path, None)?;
+    // The write lock first: a database in use, or one that cannot be written, is said at
+    // once, before any table is read.
+    let held = lock(path, true)?;
+    let (before, _) = analyze_all(path, true, None)?;
     let damaged: Vec<&str> = before
         .iter()
         .filter(|t| !t.problems.is_empty())
@@ -426,7 +493,7 @@ pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
     if !damaged.is_empty() {
         return Err(Failure::damaged(format!(
             "{}: damaged ({}: run `leveldb-bloom verify`); not rewritten",
-            path.display(),
+            shown(path),
             damaged.join(", ")
         )));
     }
@@ -435,9 +502,11 @@ pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
     let leveldb_error = {
         let db = Db::open(path, Some(filters), snappy, false)
             .map_err(|e| Failure::error(open_failure(path, &e)))?;
-        rewrite_all(&db).err()
+        rewrite_all(&db, &before).err()
     };
-    let (after, _) = analyze_all(path, None)?;
+    // Closing the database released the process's lock: take it back to read the result.
+    held.retake().map_err(|e| lock_failure(path, true, e))?;
+    let (after, _) = analyze_all(path, true, None)?;
     emit(&summary("after", &report::total(&after)))?;
     let stale: Vec<&str> = after
         .iter()
@@ -449,7 +518,11 @@ pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
     }
     let mut out = String::new();
     if !stale.is_empty() {
-        let _ = writeln!(out, "not rewritten: {}", stale.join(", "));
+        let _ = writeln!(
+            out,
+            "not rewritten (they keep their old filters): {}",
+            stale.join(", ")
+        );
     }
     if let Some(e) = &leveldb_error {
         let _ = writeln!(out, "LevelDB reported: {e}");
@@ -459,9 +532,11 @@ pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
         .is_some_and(|e| e.contains("No space left") || e.contains("Disk quota"));
     let _ = writeln!(
         out,
-        "the upgrade did not finish; the database is readable as it is; {}",
+        "the upgrade did not finish; {}",
         if full {
-            "free some space, then run the upgrade again: it finishes the job"
+            "the disk is full: LevelDB may need free space to open the database again (it \
+             rewrites its MANIFEST at open), and LevelDB's partial tables may be taking some; \
+             free some space, then run the upgrade again: it finishes the job"
         } else {
             "running the upgrade again finishes the job"
         }
@@ -470,13 +545,32 @@ pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
     Ok(PROBLEM)
 }
 
-/// Has LevelDB rewrite every table, and returns the error LevelDB met, if any.
-fn rewrite_all(db: &Db) -> Result<(), String> {
+/// Has LevelDB rewrite every table of `tables` (the current version), and returns the
+/// error LevelDB met, if any.
+fn rewrite_all(db: &Db, tables: &[TableReport]) -> Result<(), String> {
     // Compacting the whole range leaves the deepest level's tables alone when nothing
     // above overlaps them. Writing the first and last records again (the same values)
     // puts a table spanning the whole range on top, so that every level below is merged
     // and rewritten.
     let Some(records) = db.first_and_last()? else {
+        // Nothing is live (every key deleted): deletion markers for the tables' first and
+        // last keys (deleting what is deleted changes nothing) span the range, and the
+        // compaction drops every marker, leaving no table.
+        let user_key = |k: &Vec<u8>| crate::table::user_key_of(k).to_vec();
+        let first = tables
+            .iter()
+            .filter_map(|t| t.first_key.as_ref())
+            .map(user_key)
+            .min();
+        let last = tables
+            .iter()
+            .filter_map(|t| t.last_key.as_ref())
+            .map(user_key)
+            .max();
+        for key in first.iter().chain(&last) {
+            db.delete(key)?;
+        }
+        db.compact_all();
         return Ok(());
     };
     for (key, value) in &records {
@@ -508,11 +602,12 @@ fn open_failure(path: &Path, leveldb: &str) -> String {
         && (leveldb.contains("unavailable") || leveldb.contains("already held"));
     if held {
         format!(
-            "{}: another process has the database open ({leveldb}); close it and run again",
-            path.display()
+            "{}: in use: another process has the database open ({leveldb}); close it and run \
+             again",
+            shown(path)
         )
     } else {
-        format!("{}: LevelDB cannot open it: {leveldb}", path.display())
+        format!("{}: LevelDB cannot open it: {leveldb}", shown(path))
     }
 }
 

@@ -7,6 +7,21 @@ use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
+/// A path as the command prints it: control characters (a terminal's escape sequences
+/// among them) escaped, bytes that are not UTF-8 replaced.
+pub fn shown(path: &Path) -> String {
+    path.to_string_lossy()
+        .chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Why a file was not read.
 #[derive(Debug)]
 pub enum ReadError {
@@ -30,6 +45,13 @@ impl std::fmt::Display for ReadError {
 
 /// The whole contents of the regular file at `path`.
 pub fn read_regular(path: &Path) -> Result<Vec<u8>, ReadError> {
+    read_regular_prefix(path, u64::MAX).map(|(bytes, _)| bytes)
+}
+
+/// The first `limit` bytes of the regular file at `path` (all of a shorter one), and the
+/// file's length: a table is read as LevelDB reads it, up to the size its MANIFEST records,
+/// whatever lies past that.
+pub fn read_regular_prefix(path: &Path, limit: u64) -> Result<(Vec<u8>, u64), ReadError> {
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. It
     // changes nothing for a regular file.
     let file = OpenOptions::new()
@@ -44,7 +66,7 @@ pub fn read_regular(path: &Path) -> Result<Vec<u8>, ReadError> {
     if !meta.is_file() {
         return Err(ReadError::NotRegular(kind_of(&meta)));
     }
-    read_at_most(file, meta.len())
+    Ok((read_at_most(file, meta.len().min(limit))?, meta.len()))
 }
 
 /// At most `len` bytes of `file` (a file that grew since is read as it was).
@@ -89,6 +111,8 @@ mod tests {
         let file = dir.path().join("f");
         std::fs::write(&file, b"abc").unwrap();
         assert_eq!(read_regular(&file).unwrap(), b"abc");
+        assert_eq!(read_regular_prefix(&file, 2).unwrap(), (b"ab".to_vec(), 3));
+        assert_eq!(read_regular_prefix(&file, 9).unwrap(), (b"abc".to_vec(), 3));
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&file, &link).unwrap();
         assert_eq!(read_regular(&link).unwrap(), b"abc");

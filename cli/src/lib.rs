@@ -7,6 +7,7 @@ pub mod files;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod leveldb;
+pub mod lock;
 pub mod manifest;
 pub mod report;
 pub mod table;

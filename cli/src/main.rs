@@ -54,19 +54,19 @@ enum Command {
         /// One JSON object: {"tables": [...], "total": {...}, "not_live": [...]}.
         #[arg(long)]
         json: bool,
-        /// How a table file's keys are stored (default: internal inside a database
-        /// directory, user elsewhere).
+        /// How a table file's keys are stored (default: as the table's keys show; a
+        /// database's tables always hold internal keys).
         #[arg(long, value_enum)]
         keys: Option<KeyKind>,
     },
-    /// Checks every block's checksum and every key against its block's filter.
+    /// Checks every block's checksum, key order and every key against its block's filter.
     ///
     /// Each problem is printed with its table, block offset and count; exit status 1 if any.
     Verify {
         /// A database directory, or one table file (.ldb or .sst).
         path: PathBuf,
-        /// How a table file's keys are stored (default: internal inside a database
-        /// directory, user elsewhere).
+        /// How a table file's keys are stored (default: as the table's keys show; a
+        /// database's tables always hold internal keys).
         #[arg(long, value_enum)]
         keys: Option<KeyKind>,
     },
@@ -94,7 +94,19 @@ fn keys(kind: Option<KeyKind>) -> Option<Keys> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help, the version, or a usage error: clap's text, and its status unless the text
+        // could not be written (`--help > /dev/full`), which is an I/O error.
+        Err(e) => {
+            let status = if e.print().is_ok() && std::io::stdout().flush().is_ok() {
+                e.exit_code()
+            } else {
+                i32::from(commands::ERROR)
+            };
+            return ExitCode::from(u8::try_from(status).unwrap_or(commands::ERROR));
+        }
+    };
     let result = match cli.command {
         Command::Inspect {
             path,

@@ -5,11 +5,12 @@
 //! each with its size and key range. What LevelDB refuses is damage here; what it reads
 //! without complaint (a record torn at the log's end by a crash) is not.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::files::{self, ReadError};
-use crate::table::unmask_crc;
+use crate::table::{compare_internal_keys, unmask_crc};
 
 /// A table of the current version.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +92,12 @@ pub fn log_records(data: &[u8]) -> Result<Vec<Vec<u8>>, (usize, String)> {
             return Err((pos, "bad record length".into()));
         }
         if kind == ZERO && len == 0 {
-            pos = block_end; // zeroed (preallocated) space: the rest of the block
+            // Zeroed (preallocated) space: the rest of the block is skipped, which inside a
+            // fragmented record loses its middle.
+            if fragment.is_some() {
+                return Err((pos, "error in middle of record".into()));
+            }
+            pos = block_end;
             continue;
         }
         let payload = &data[pos + HEADER_LEN..pos + HEADER_LEN + len];
@@ -179,7 +185,7 @@ pub struct NewFile {
 struct Edit {
     comparator: Option<Vec<u8>>,
     log_number: bool,
-    next_file: bool,
+    next_file: Option<u64>,
     last_sequence: bool,
     deleted: Vec<(u32, u64)>,
     added: Vec<NewFile>,
@@ -203,10 +209,7 @@ fn decode(edit: &[u8]) -> Result<Edit, &'static str> {
             9 => {
                 varint64(edit, p).ok_or("previous log number")?;
             }
-            3 => {
-                varint64(edit, p).ok_or("next file number")?;
-                e.next_file = true;
-            }
+            3 => e.next_file = Some(varint64(edit, p).ok_or("next file number")?),
             4 => {
                 varint64(edit, p).ok_or("last sequence number")?;
                 e.last_sequence = true;
@@ -238,28 +241,18 @@ fn decode(edit: &[u8]) -> Result<Edit, &'static str> {
     Ok(e)
 }
 
-/// The tables of a level in LevelDB's order: by smallest internal key (user key ascending,
-/// then sequence number descending), then number.
+/// The tables of a level in LevelDB's order: by smallest internal key, then number.
 fn internal_order(a: &NewFile, b: &NewFile) -> std::cmp::Ordering {
-    fn split(k: &[u8]) -> (&[u8], std::cmp::Reverse<u64>) {
-        let user = k.len().saturating_sub(8);
-        let tag = k
-            .get(user..)
-            .filter(|t| t.len() == 8)
-            .map_or(0, |t| u64::from_le_bytes(t.try_into().expect("8 bytes")));
-        (&k[..user], std::cmp::Reverse(tag))
-    }
-    split(&a.smallest)
-        .cmp(&split(&b.smallest))
-        .then(a.number.cmp(&b.number))
+    compare_internal_keys(&a.smallest, &b.smallest).then(a.number.cmp(&b.number))
 }
 
-/// The table file of `number` in `dir`: `NNNNNN.ldb`, or the older `NNNNNN.sst` where only
-/// that exists (as LevelDB's table cache looks).
+/// The table file of `number` in `dir`: `NNNNNN.ldb`, or the older `NNNNNN.sst` where the
+/// `.ldb` cannot be opened (missing, or a dangling link) and the `.sst` can, as LevelDB's
+/// table cache looks.
 fn table_path(dir: &Path, number: u64) -> PathBuf {
     let ldb = dir.join(format!("{number:06}.ldb"));
     let sst = dir.join(format!("{number:06}.sst"));
-    if ldb.symlink_metadata().is_err() && sst.symlink_metadata().is_ok() {
+    if std::fs::metadata(&ldb).is_err() && std::fs::metadata(&sst).is_ok() {
         sst
     } else {
         ldb
@@ -274,7 +267,7 @@ pub fn is_database(dir: &Path) -> bool {
 /// Reads one of the database's own files: missing or not a regular file is damage.
 fn read(path: &Path) -> Result<Vec<u8>, Error> {
     files::read_regular(path).map_err(|e| Error {
-        message: format!("{}: {e}", path.display()),
+        message: format!("{}: {e}", files::shown(path)),
         damaged: !matches!(e, ReadError::Io(_)),
     })
 }
@@ -284,8 +277,11 @@ fn read(path: &Path) -> Result<Vec<u8>, Error> {
 pub fn live_tables(data: &[u8]) -> Result<Vec<NewFile>, Error> {
     let records =
         log_records(data).map_err(|(at, what)| damaged(format!("at offset {at}: {what}")))?;
-    let (mut log_number, mut next_file, mut last_sequence) = (false, false, false);
+    let (mut log_number, mut next_file, mut last_sequence) = (false, None, false);
     let mut added: BTreeMap<u32, Vec<NewFile>> = BTreeMap::new();
+    // What each level's added tables are keyed by in LevelDB's builder (a set ordered by
+    // smallest key, then number): a second addition of the same is ignored.
+    let mut added_keys: HashSet<(u32, u64, Vec<u8>)> = HashSet::new();
     let mut deleted: BTreeSet<(u32, u64)> = BTreeSet::new();
     for (i, record) in records.iter().enumerate() {
         let edit =
@@ -302,24 +298,27 @@ pub fn live_tables(data: &[u8]) -> Result<Vec<NewFile>, Error> {
             });
         }
         log_number |= edit.log_number;
-        next_file |= edit.next_file;
+        next_file = edit.next_file.or(next_file);
         last_sequence |= edit.last_sequence;
         // LevelDB's VersionSet::Builder: a deletion is remembered per level, an addition
         // forgets it; a table added twice keeps its first description.
         deleted.extend(edit.deleted);
         for file in edit.added {
             deleted.remove(&(file.level, file.number));
-            let level = added.entry(file.level).or_default();
-            let duplicate = level
-                .iter()
-                .any(|f| f.number == file.number && f.smallest == file.smallest);
-            if !duplicate {
-                level.push(file);
+            if added_keys.insert((file.level, file.number, file.smallest.clone())) {
+                added.entry(file.level).or_default().push(file);
             }
         }
     }
+    if next_file == Some(u64::MAX) {
+        return Err(damaged(
+            "the next file number is 2^64-1, past the last LevelDB can use (LevelDB aborts \
+             opening the database)"
+                .into(),
+        ));
+    }
     for (missing, what) in [
-        (!next_file, "no next-file-number entry"),
+        (next_file.is_none(), "no next-file-number entry"),
         (!log_number, "no log-number entry"),
         (!last_sequence, "no last-sequence-number entry"),
     ] {
@@ -332,11 +331,21 @@ pub fn live_tables(data: &[u8]) -> Result<Vec<NewFile>, Error> {
     let mut live = Vec::new();
     for (level, mut files) in added {
         files.sort_by(internal_order);
-        live.extend(
-            files
-                .into_iter()
-                .filter(|f| !deleted.contains(&(level, f.number))),
-        );
+        files.retain(|f| !deleted.contains(&(level, f.number)));
+        // Above level 0 a level's tables hold disjoint key ranges: LevelDB's lookups find
+        // one table per level (and a LevelDB built with assertions aborts at open).
+        if level > 0
+            && let Some(pair) = files
+                .windows(2)
+                .find(|w| compare_internal_keys(&w[0].largest, &w[1].smallest).is_ge())
+        {
+            return Err(damaged(format!(
+                "tables {:06} and {:06} of level {level} overlap (LevelDB's lookups miss keys \
+                 in one of them, and a LevelDB built with assertions aborts at open)",
+                pair[0].number, pair[1].number
+            )));
+        }
+        live.extend(files);
     }
     Ok(live)
 }
@@ -348,30 +357,25 @@ pub fn current_version(dir: &Path) -> Result<Version, Error> {
     let Some(name) = current.strip_suffix(b"\n") else {
         return Err(damaged(format!(
             "{}: does not end with a newline (LevelDB refuses to open the database)",
-            current_path.display()
+            files::shown(&current_path)
         )));
     };
-    if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
+    // LevelDB opens the directory, "/" and the name as a C string: up to a NUL, and a name
+    // in a subdirectory or not UTF-8 is as good as any.
+    let name = name.split(|&b| b == 0).next().unwrap_or_default();
+    if name.is_empty() {
         return Err(damaged(format!(
-            "{}: does not name a MANIFEST in the directory ({:?})",
-            current_path.display(),
-            String::from_utf8_lossy(name)
+            "{}: names no MANIFEST (LevelDB refuses to open the database)",
+            files::shown(&current_path)
         )));
     }
-    let manifest = dir.join(std::ffi::OsStr::new(std::str::from_utf8(name).map_err(
-        |_| {
-            damaged(format!(
-                "{}: the MANIFEST's name is not UTF-8",
-                current_path.display()
-            ))
-        },
-    )?));
+    let manifest = dir.join(std::ffi::OsStr::from_bytes(name));
     let data = read(&manifest).map_err(|e| Error {
         message: format!("{} (named by CURRENT)", e.message),
         ..e
     })?;
     let tables = live_tables(&data).map_err(|e| Error {
-        message: format!("{}: {}", manifest.display(), e.message),
+        message: format!("{}: {}", files::shown(&manifest), e.message),
         ..e
     })?;
     let live: Vec<LiveTable> = tables
@@ -387,7 +391,7 @@ pub fn current_version(dir: &Path) -> Result<Version, Error> {
         .collect();
     let mut not_live = Vec::new();
     let io = |e: std::io::Error| Error {
-        message: format!("{}: {e}", dir.display()),
+        message: format!("{}: {e}", files::shown(dir)),
         damaged: false,
     };
     for entry in std::fs::read_dir(dir).map_err(io)? {
@@ -461,7 +465,7 @@ mod tests {
         edit.extend(b"zzzzzzzzz");
         let e = decode(&edit).unwrap();
         assert_eq!(e.comparator.as_deref(), Some(&b"cmp"[..]));
-        assert!(e.log_number && e.next_file && e.last_sequence);
+        assert!(e.log_number && e.next_file == Some(9) && e.last_sequence);
         assert_eq!(
             (e.added[0].level, e.added[0].number, e.added[0].size),
             (1, 12, 200)

@@ -115,6 +115,33 @@ impl TableReport {
     }
 }
 
+/// How the keys of the table in `file` are stored, as they show it: internal keys when every
+/// key ends in a tag of LevelDB's value types (0, a deletion, or 1, a value) and there is a
+/// key; user keys otherwise. (A table that cannot be read: internal keys, as in a database.)
+pub fn keys_of(file: &[u8]) -> Keys {
+    let Ok(table) = Table::open(file) else {
+        return Keys::Internal;
+    };
+    let (mut any, mut all_internal) = (false, true);
+    for entry in &table.index {
+        let Ok(block) = RawBlock::locate(file, entry.handle).and_then(|b| b.contents()) else {
+            continue;
+        };
+        let _ = table::for_each_entry(&block, entry.handle.offset, usize::MAX, |key, _| {
+            any = true;
+            all_internal &= key.len() >= 8 && key[key.len() - 8] <= 1;
+        });
+        if !all_internal {
+            break;
+        }
+    }
+    if any && all_internal {
+        Keys::Internal
+    } else {
+        Keys::User
+    }
+}
+
 /// Reads the table in `file` and reports on it. `Err` when its structure (footer, index)
 /// cannot be read; damage inside data blocks is a [`Problem`].
 pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, table::Error> {
@@ -154,6 +181,14 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
     let mut keys_in_filter: Vec<u64> = vec![0; filters.map_or(0, |f| f.num_filters())];
     let mut sample = KeySample::default();
     let last_block = table.index.len().saturating_sub(1);
+    // Key order, which LevelDB's lookups rely on: keys ascending within and across blocks,
+    // each index separator at or above its block's last key and below the next block's first.
+    let order = |a: &[u8], b: &[u8]| match keys {
+        Keys::Internal => table::compare_internal_keys(a, b),
+        Keys::User => a.cmp(b),
+    };
+    let mut previous_key: Vec<u8> = Vec::new();
+    let mut previous_separator: Option<&[u8]> = None;
     for (i, entry) in table.index.iter().enumerate() {
         let block = match RawBlock::locate(file, entry.handle).and_then(|b| b.contents()) {
             Ok(contents) => contents,
@@ -163,7 +198,15 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
             }
         };
         let mut missed = 0u64;
+        let mut out_of_order = 0u64;
+        let mut block_first: Option<Vec<u8>> = None;
         let walked = table::for_each_entry(&block, entry.handle.offset, usize::MAX, |key, _| {
+            if report.entries > 0 && order(&previous_key, key).is_ge() {
+                out_of_order += 1;
+            }
+            previous_key.clear();
+            previous_key.extend_from_slice(key);
+            block_first.get_or_insert_with(|| key.to_vec());
             report.entries += 1;
             if report.first_key.is_none() {
                 report.first_key = Some(key.to_vec());
@@ -193,6 +236,31 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
         if let Err(e) = walked {
             report.problems.push(problem(e));
         }
+        let at = |what: &str, count| Problem {
+            offset: entry.handle.offset,
+            what: format!("{what} (LevelDB's lookups miss keys here)"),
+            count,
+        };
+        if out_of_order > 0 {
+            report.problems.push(at("keys out of order", out_of_order));
+        }
+        if let Some(first) = &block_first {
+            let last = &previous_key;
+            if order(last, &entry.separator).is_gt() {
+                report.problems.push(at(
+                    "the index's separator for this block is below its last key",
+                    1,
+                ));
+            }
+            if previous_separator.is_some_and(|s| order(s, first).is_ge()) {
+                report.problems.push(at(
+                    "the index's separator for the block before is not below this block's \
+                     first key",
+                    1,
+                ));
+            }
+        }
+        previous_separator = Some(&entry.separator);
         if missed > 0 {
             report.problems.push(Problem {
                 offset: entry.handle.offset,

@@ -298,6 +298,11 @@ pub struct Table<'a> {
     pub filter_unread: Option<Error>,
 }
 
+/// Whether `file` ends as a LevelDB table does: a footer with the table magic number.
+pub fn has_table_magic(file: &[u8]) -> bool {
+    file.len() >= FOOTER_LEN && file[file.len() - 8..] == MAGIC.to_le_bytes()
+}
+
 impl<'a> Table<'a> {
     /// Reads the footer, the metaindex and the index of the table in `file`.
     pub fn open(file: &'a [u8]) -> Result<Table<'a>, Error> {
@@ -456,6 +461,18 @@ pub fn user_key_of(internal_key: &[u8]) -> &[u8] {
         .len()
         .checked_sub(8)
         .map_or(internal_key, |n| &internal_key[..n])
+}
+
+/// The order of LevelDB's `InternalKeyComparator` over the bytewise comparator: user keys
+/// ascending, then the 8-byte tag (sequence number and type) descending. A key shorter than
+/// 8 bytes compares as a user key with the least tag.
+pub fn compare_internal_keys(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    fn split(k: &[u8]) -> (&[u8], std::cmp::Reverse<u64>) {
+        let user = user_key_of(k);
+        let tag = k[user.len()..].try_into().map_or(0, u64::from_le_bytes);
+        (user, std::cmp::Reverse(tag))
+    }
+    split(a).cmp(&split(b))
 }
 
 #[cfg(test)]

@@ -245,9 +245,13 @@ fn a_database_another_process_holds_is_refused_and_left_alone() {
         "{}",
         text(&out)
     );
-    // Reading takes no lock.
-    let out = run_bounded(&["verify", dir.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // Reading takes LevelDB's lock too, and says "in use" at once.
+    for command in ["verify", "inspect"] {
+        let out = run_bounded(&[command, dir.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{command}: {}", text(&out));
+        assert!(stderr(&out).contains("in use"), "{command}: {}", text(&out));
+        assert_eq!(stdout(&out), "", "{command}: nothing read, nothing said");
+    }
     drop(held);
     assert_eq!(inspect_json(&dir)["total"], before["total"]);
     assert_reads(&dir, &expected, n);

@@ -1,0 +1,138 @@
+//! LevelDB's lock on a database (`LOCK`, an fcntl write lock held by the process that has
+//! the database open: `util/env_posix.cc`, `LockOrUnlock`), taken before the command reads
+//! anything, so that it never reads a database another process is changing.
+//!
+//! `verify` and `inspect` take a read lock (it conflicts with LevelDB's write lock, needs
+//! no write access, and keeps LevelDB from opening the database meanwhile); `upgrade` takes
+//! the write lock. fcntl locks belong to the process: LevelDB, opened by this process while
+//! the lock is held, takes it too, and releases it for the whole process when it closes the
+//! database ([`DatabaseLock::retake`] takes it back).
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+/// A held lock on a database (none when the database has no `LOCK` file and the lock is
+/// only read: no process has ever had it open here).
+#[derive(Debug)]
+pub struct DatabaseLock {
+    file: Option<File>,
+    write: bool,
+}
+
+/// Why the lock was not taken.
+#[derive(Debug)]
+pub enum LockError {
+    /// Another process holds it: the database is in use.
+    InUse,
+    /// `LOCK` cannot be opened as asked (a read-only file system, permissions).
+    Io(io::Error),
+}
+
+impl DatabaseLock {
+    /// A read lock on the database in `dir`.
+    pub fn read(dir: &Path) -> Result<DatabaseLock, LockError> {
+        let opened = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(dir.join("LOCK"));
+        match opened {
+            Ok(file) => Self::take(Some(file), false),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Self::take(None, false),
+            Err(e) => Err(LockError::Io(e)),
+        }
+    }
+
+    /// The write lock on the database in `dir`, creating `LOCK` as LevelDB does.
+    pub fn write(dir: &Path) -> Result<DatabaseLock, LockError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o644)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(dir.join("LOCK"))
+            .map_err(LockError::Io)?;
+        Self::take(Some(file), true)
+    }
+
+    fn take(file: Option<File>, write: bool) -> Result<DatabaseLock, LockError> {
+        let lock = DatabaseLock { file, write };
+        lock.retake()?;
+        Ok(lock)
+    }
+
+    /// Takes the lock again (after LevelDB, opened by this process, closed the database and
+    /// so released it).
+    pub fn retake(&self) -> Result<(), LockError> {
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        // SAFETY: an all-zero `flock` is a valid value of the plain C struct.
+        let mut request: libc::flock = unsafe { std::mem::zeroed() };
+        request.l_type = if self.write {
+            libc::F_WRLCK
+        } else {
+            libc::F_RDLCK
+        } as libc::c_short;
+        request.l_whence = libc::SEEK_SET as libc::c_short;
+        // SAFETY: `file` is open for the whole call and `request` a valid flock struct.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &request) } == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EAGAIN | libc::EACCES) => Err(LockError::InUse),
+            _ => Err(LockError::Io(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether another process could take the write lock on `dir/LOCK` now (F_GETLK asks
+    /// on behalf of this process, so a child answers).
+    fn another_process_could_lock(dir: &Path) -> bool {
+        // SAFETY: fork in a test process; the child only calls async-signal-safe functions
+        // (open, fcntl, _exit) before exiting.
+        unsafe {
+            let path = std::ffi::CString::new(dir.join("LOCK").as_os_str().as_encoded_bytes())
+                .expect("no NUL");
+            match libc::fork() {
+                0 => {
+                    let fd = libc::open(path.as_ptr(), libc::O_RDWR);
+                    let mut request: libc::flock = std::mem::zeroed();
+                    request.l_type = libc::F_WRLCK as libc::c_short;
+                    let ok = fd >= 0 && libc::fcntl(fd, libc::F_SETLK, &request) == 0;
+                    libc::_exit(i32::from(!ok));
+                }
+                child => {
+                    let mut status = 0;
+                    libc::waitpid(child, &mut status, 0);
+                    libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_held_lock_keeps_other_processes_out_and_is_released_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        // No LOCK file: nothing to lock against, and nothing is created by reading.
+        let read = DatabaseLock::read(dir.path()).unwrap();
+        assert!(read.file.is_none() && !dir.path().join("LOCK").exists());
+        drop(read);
+        let write = DatabaseLock::write(dir.path()).unwrap();
+        assert!(!another_process_could_lock(dir.path()));
+        drop(write);
+        assert!(another_process_could_lock(dir.path()));
+        let read = DatabaseLock::read(dir.path()).unwrap();
+        assert!(!another_process_could_lock(dir.path()));
+        drop(read);
+    }
+}
