@@ -100,7 +100,16 @@ fn lock_failure(dir: &Path, write: bool, e: LockError) -> Failure {
                 shown(dir)
             ))
         }
-        LockError::Io(e) => Failure::error(format!("{}: {e}", shown(&dir.join("LOCK")))),
+        LockError::Io(e) if write => Failure::error(format!(
+            "{}: cannot take LevelDB's lock to rewrite it ({}: {e}); nothing rewritten",
+            shown(dir),
+            shown(&dir.join("LOCK"))
+        )),
+        LockError::Io(e) => Failure::error(format!(
+            "{}: cannot take LevelDB's lock ({}: {e})",
+            shown(dir),
+            shown(&dir.join("LOCK"))
+        )),
     }
 }
 

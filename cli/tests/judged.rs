@@ -1,0 +1,533 @@
+//! The command against databases made for each case that operators meet or that can be
+//! crafted: what `verify` and `upgrade` say, judged by stock LevelDB (through the command's
+//! own binding to it) wherever LevelDB can judge. A case LevelDB reads in full must pass
+//! (at most a warning); one where LevelDB refuses, aborts or misses keys must be damage.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use leveldb_bloom_cli::leveldb::{Db, NewFilters};
+use leveldb_bloom_cli::table::{Table, mask_crc};
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn run_bounded(args: &[&str]) -> std::process::Output {
+    let mut cmd = command();
+    cmd.args(args);
+    run_within(cmd, LIMIT)
+}
+
+fn out_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A database of `n` records without filters (so that only the checks under test can find
+/// what is wrong), uncompressed (so that blocks can be edited in place).
+fn plain_db(dir: &Path, n: u64) -> Expected {
+    let mut expected = Expected::new();
+    let db = Db::open(dir, None, false, true).expect("create the database");
+    for i in 0..n {
+        let value = format!("value-{i:06}").into_bytes();
+        db.put(&key(i), &value).unwrap();
+        expected.insert(key(i), value);
+    }
+    db.compact_all();
+    expected
+}
+
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn read_varint(data: &[u8], pos: &mut usize) -> u64 {
+    let (mut v, mut shift) = (0u64, 0);
+    loop {
+        let b = data[*pos];
+        *pos += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return v;
+        }
+        shift += 7;
+    }
+}
+
+/// A block's entries: (the file offset of the key bytes the entry stores, bytes shared with
+/// the key before, the whole key).
+fn entries(file: &[u8], offset: usize, size: usize) -> Vec<(usize, usize, Vec<u8>)> {
+    let block = &file[offset..offset + size];
+    let restarts = u32::from_le_bytes(block[size - 4..].try_into().unwrap()) as usize;
+    let end = size - 4 - 4 * restarts;
+    let (mut pos, mut key, mut out) = (0, Vec::new(), Vec::new());
+    while pos < end {
+        let shared = read_varint(block, &mut pos) as usize;
+        let own = read_varint(block, &mut pos) as usize;
+        let value = read_varint(block, &mut pos) as usize;
+        key.truncate(shared);
+        key.extend_from_slice(&block[pos..pos + own]);
+        out.push((offset + pos, shared, key.clone()));
+        pos += own + value;
+    }
+    out
+}
+
+/// Recomputes the checksum of the block at `offset` (`size` bytes, then its trailer).
+fn reseal(file: &mut [u8], offset: usize, size: usize) {
+    let crc = crc32c::crc32c_append(
+        crc32c::crc32c(&file[offset..offset + size]),
+        &file[offset + size..offset + size + 1],
+    );
+    file[offset + size + 1..offset + size + 5].copy_from_slice(&mask_crc(crc).to_le_bytes());
+}
+
+/// The first live table of `dir`, its bytes, and its first data block's and index block's
+/// (offset, size).
+fn first_table(dir: &Path) -> (PathBuf, Vec<u8>, (usize, usize), (usize, usize)) {
+    let path = live_tables(dir).remove(0);
+    let bytes = std::fs::read(&path).unwrap();
+    let table = Table::open(&bytes).unwrap();
+    let data = table.index[0].handle;
+    let index = table.index_handle;
+    let pair = |h: leveldb_bloom_cli::table::BlockHandle| (h.offset as usize, h.size as usize);
+    let (data, index) = (pair(data), pair(index));
+    (path, bytes.clone(), data, index)
+}
+
+#[test]
+fn keys_out_of_order_and_separators_below_their_block_are_damage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 3000;
+    let original = tmp.path().join("original");
+    let expected = plain_db(&original, n);
+    assert_eq!(
+        run_bounded(&["verify", path_str(&original)]).status.code(),
+        Some(0)
+    );
+
+    // A key at a restart point raised past the key after it (only the bytes the next key
+    // does not share change), the block's checksum recomputed.
+    let dir = tmp.path().join("order");
+    copy_db(&original, &dir);
+    let (path, mut bytes, (offset, size), _) = first_table(&dir);
+    let block = entries(&bytes, offset, size);
+    let i = (1..block.len() - 1)
+        .find(|&i| block[i].1 == 0 && block[i + 1].1 + 8 < block[i].2.len())
+        .expect("a restart point whose key the next shares in part");
+    let at = block[i].0 + block[i + 1].1;
+    bytes[at] = 0xff;
+    reseal(&mut bytes, offset, size);
+    std::fs::write(&path, &bytes).unwrap();
+    let read = records_read_back(&dir, &expected, n).unwrap();
+    assert!(
+        read < n,
+        "stock LevelDB reads every record: the case proves nothing"
+    );
+    let out = run_bounded(&["verify", path_str(&dir)]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(out_of(&out).contains("keys out of order"), "{}", text(&out));
+    println!("a key raised past its neighbour: stock reads {read} of {n}; verify: damage");
+
+    // The index's first separator lowered below its block's last key.
+    let dir = tmp.path().join("separator");
+    copy_db(&original, &dir);
+    let (path, mut bytes, _, (offset, size)) = first_table(&dir);
+    let index = entries(&bytes, offset, size);
+    let (key_at, shared, separator) = &index[0];
+    assert_eq!(*shared, 0, "index blocks restart at every entry");
+    bytes[key_at + separator.len() - 9] = 0; // the user key's last byte
+    reseal(&mut bytes, offset, size);
+    std::fs::write(&path, &bytes).unwrap();
+    let read = records_read_back(&dir, &expected, n).unwrap();
+    assert!(
+        read < n,
+        "stock LevelDB reads every record: the case proves nothing"
+    );
+    let out = run_bounded(&["verify", path_str(&dir)]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(out_of(&out).contains("separator"), "{}", text(&out));
+    println!("a separator below its block's last key: stock reads {read} of {n}; verify: damage");
+}
+
+/// LevelDB's log writer (`db/log_writer.cc`): records cut into fragments at 32 KiB blocks,
+/// a block's last 1 to 6 bytes zeroed.
+fn log_file(records: &[Vec<u8>]) -> Vec<u8> {
+    const BLOCK: usize = 32768;
+    let mut out = Vec::new();
+    for record in records {
+        let mut rest = &record[..];
+        let mut first = true;
+        loop {
+            let left = BLOCK - out.len() % BLOCK;
+            if left < 7 {
+                out.resize(out.len() + left, 0);
+                continue;
+            }
+            let take = rest.len().min(left - 7);
+            let last = take == rest.len();
+            let kind: u8 = match (first, last) {
+                (true, true) => 1,
+                (true, false) => 2,
+                (false, false) => 3,
+                (false, true) => 4,
+            };
+            let crc = crc32c::crc32c_append(crc32c::crc32c(&[kind]), &rest[..take]);
+            out.extend_from_slice(&mask_crc(crc).to_le_bytes());
+            out.extend_from_slice(&(take as u16).to_le_bytes());
+            out.push(kind);
+            out.extend_from_slice(&rest[..take]);
+            rest = &rest[take..];
+            first = false;
+            if last {
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn manifest_of(dir: &Path) -> PathBuf {
+    let current = std::fs::read_to_string(dir.join("CURRENT")).unwrap();
+    dir.join(current.trim_end())
+}
+
+/// The records of the database's MANIFEST.
+fn manifest_records(dir: &Path) -> Vec<Vec<u8>> {
+    leveldb_bloom_cli::manifest::log_records(&std::fs::read(manifest_of(dir)).unwrap()).unwrap()
+}
+
+#[test]
+fn a_zeroed_block_inside_a_fragmented_manifest_record_is_damage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 2000;
+    let original = tmp.path().join("original");
+    let expected = write_db(&original, Some(NewFilters::Bloom(10)), true, n);
+    // The MANIFEST's records again, with a valid edit of 80,000 bytes (previous log numbers)
+    // that spans three blocks.
+    let mut records = manifest_records(&original);
+    records.push([9u8, 0].repeat(40_000));
+    let rewritten = log_file(&records);
+    for zeroed in [false, true] {
+        let dir = tmp.path().join(format!("zeroed-{zeroed}"));
+        copy_db(&original, &dir);
+        let mut bytes = rewritten.clone();
+        if zeroed {
+            bytes[32768..65536].fill(0); // the record's middle
+        }
+        std::fs::write(manifest_of(&dir), &bytes).unwrap();
+        let out = run_bounded(&["verify", path_str(&dir)]);
+        if zeroed {
+            assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+            assert!(
+                out_of(&out).contains("error in middle of record"),
+                "{}",
+                text(&out)
+            );
+            let opened = Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).map(drop);
+            assert!(opened.is_err(), "stock LevelDB opens it");
+        } else {
+            // The same MANIFEST whole: LevelDB reads it, so must verify.
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+            assert_reads(&dir, &expected, n);
+        }
+    }
+}
+
+/// Appends a version edit to the database's MANIFEST (as a record that fits its block).
+fn append_edit(dir: &Path, edit: Vec<u8>) {
+    let manifest = manifest_of(dir);
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    assert!(
+        bytes.len() % 32768 + 7 + edit.len() <= 32768,
+        "the edit fits the block"
+    );
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&[1]), &edit);
+    bytes.extend_from_slice(&mask_crc(crc).to_le_bytes());
+    bytes.extend_from_slice(&(edit.len() as u16).to_le_bytes());
+    bytes.push(1);
+    bytes.extend_from_slice(&edit);
+    std::fs::write(manifest, bytes).unwrap();
+}
+
+#[test]
+fn what_leveldb_aborts_on_is_damage_and_never_handed_to_leveldb() {
+    let tmp = tempfile::tempdir().unwrap();
+    let original = tmp.path().join("original");
+    write_db(&original, Some(NewFilters::Bloom(10)), true, 3000);
+    let version = leveldb_bloom_cli::manifest::current_version(&original).unwrap();
+    let deep = version
+        .live
+        .iter()
+        .find(|t| t.level > 0)
+        .expect("a table above level 0")
+        .clone();
+
+    // A second table over the same keys in the same level (Debian's LevelDB asserts at open,
+    // version_set.cc), and a next file number LevelDB cannot go past (it aborts).
+    let mut overlapping = vec![7];
+    varint(u64::from(deep.level), &mut overlapping);
+    varint(999_999, &mut overlapping);
+    varint(deep.size, &mut overlapping);
+    for key in [&deep.smallest, &deep.largest] {
+        varint(key.len() as u64, &mut overlapping);
+        overlapping.extend_from_slice(key);
+    }
+    let mut last_number = vec![3];
+    varint(u64::MAX, &mut last_number);
+    let cases: [(&str, Vec<u8>, &str); 2] = [
+        ("overlapping tables", overlapping, "overlap"),
+        ("next file number 2^64-1", last_number, "2^64-1"),
+    ];
+    for (label, edit, said) in cases {
+        let dir = tmp.path().join(label.replace(' ', "-"));
+        copy_db(&original, &dir);
+        std::fs::copy(&deep.path, dir.join("999999.ldb")).unwrap();
+        append_edit(&dir, edit);
+        let before = std::fs::read(manifest_of(&dir)).unwrap();
+        for args in [vec!["verify"], vec!["upgrade", "--format", "compact"]] {
+            let out = run_bounded(&[&args[..], &[path_str(&dir)]].concat());
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{label}: {args:?}: {}",
+                text(&out)
+            );
+            assert!(out_of(&out).contains(said), "{label}: {}", text(&out));
+        }
+        assert_eq!(
+            std::fs::read(manifest_of(&dir)).unwrap(),
+            before,
+            "{label}: left alone"
+        );
+    }
+}
+
+#[test]
+fn what_leveldb_reads_in_full_passes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 3000;
+    let original = tmp.path().join("original");
+    let expected = write_db(&original, Some(NewFilters::Bloom(10)), true, n);
+    type Change = Box<dyn Fn(&Path)>;
+    let cases: Vec<(&str, Change, Option<&str>)> = vec![
+        (
+            "bytes appended to a table",
+            Box::new(|dir: &Path| {
+                let table = live_tables(dir).remove(0);
+                let mut bytes = std::fs::read(&table).unwrap();
+                bytes.extend_from_slice(b"JUNKJUNK");
+                std::fs::write(table, bytes).unwrap();
+            }),
+            Some("8 bytes past the size the MANIFEST records"),
+        ),
+        (
+            "a table extended to 2 GiB",
+            Box::new(|dir: &Path| {
+                let table = live_tables(dir).remove(0);
+                let file = std::fs::OpenOptions::new().write(true).open(table).unwrap();
+                file.set_len(2 << 30).unwrap();
+            }),
+            Some("bytes past the size the MANIFEST records"),
+        ),
+        (
+            "CURRENT naming a MANIFEST in a subdirectory",
+            Box::new(|dir: &Path| {
+                let manifest = manifest_of(dir);
+                let name = manifest.file_name().unwrap().to_owned();
+                std::fs::create_dir(dir.join("sub")).unwrap();
+                std::fs::rename(&manifest, dir.join("sub").join(&name)).unwrap();
+                let current = format!("sub/{}\n", name.to_str().unwrap());
+                std::fs::write(dir.join("CURRENT"), current).unwrap();
+            }),
+            None,
+        ),
+        (
+            "CURRENT with bytes after a NUL",
+            Box::new(|dir: &Path| {
+                let name = manifest_of(dir).file_name().unwrap().to_owned();
+                let current = format!("{}\0junk\n", name.to_str().unwrap());
+                std::fs::write(dir.join("CURRENT"), current).unwrap();
+            }),
+            None,
+        ),
+        (
+            "a MANIFEST whose name is not UTF-8",
+            Box::new(|dir: &Path| {
+                use std::os::unix::ffi::OsStrExt;
+                let manifest = manifest_of(dir);
+                let name = std::ffi::OsStr::from_bytes(b"MANIFEST-\xff");
+                std::fs::rename(&manifest, dir.join(name)).unwrap();
+                std::fs::write(dir.join("CURRENT"), b"MANIFEST-\xff\n").unwrap();
+            }),
+            None,
+        ),
+        (
+            "a dangling .ldb link beside the .sst",
+            Box::new(|dir: &Path| {
+                let table = live_tables(dir).remove(0);
+                std::fs::rename(&table, table.with_extension("sst")).unwrap();
+                std::os::unix::fs::symlink("/nonexistent/table", &table).unwrap();
+            }),
+            None,
+        ),
+    ];
+    for (label, change, warned) in cases {
+        let dir = tmp.path().join(label.replace(' ', "-"));
+        copy_db(&original, &dir);
+        change(&dir);
+        let out = run_bounded(&["verify", path_str(&dir)]);
+        assert_eq!(out.status.code(), Some(0), "{label}: {}", text(&out));
+        if let Some(warning) = warned {
+            assert!(out_of(&out).contains(warning), "{label}: {}", text(&out));
+        }
+        // Stock LevelDB reads every record (opening it may rewrite CURRENT and the
+        // MANIFEST, so it judges last).
+        assert_reads(&dir, &expected, n);
+        println!("{label}: verify exit 0, stock LevelDB reads all {n} records");
+    }
+}
+
+#[test]
+fn a_database_whose_every_key_is_deleted_upgrades_in_one_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 3000;
+    let dir = tmp.path().join("db");
+    write_db(&dir, Some(NewFilters::Bloom(10)), true, n);
+    let db = Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).unwrap();
+    for i in 0..n {
+        db.delete(&key(i)).unwrap();
+    }
+    drop(db);
+    // Reopening writes the deletions into a table of their own.
+    drop(Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).unwrap());
+    assert!(!live_tables(&dir).is_empty(), "tables of deletion markers");
+    let out = run_bounded(&["upgrade", path_str(&dir), "--format", "compact"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let again = run_bounded(&["upgrade", path_str(&dir), "--format", "compact"]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert_reads(&dir, &Expected::new(), n);
+}
+
+#[test]
+fn a_table_copied_out_of_its_database_reads_as_what_it_is() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    write_db(&dir, Some(NewFilters::Bloom(10)), true, 3000);
+    let copied = tmp.path().join("copied.ldb");
+    std::fs::copy(live_tables(&dir).remove(0), &copied).unwrap();
+    let out = run_bounded(&["verify", path_str(&copied)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // Said plainly when the keys are not the kind --keys names.
+    let out = run_bounded(&["verify", "--keys", "user", path_str(&dir)]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(out_of(&out).contains("internal keys"), "{}", text(&out));
+}
+
+#[test]
+fn names_are_printed_escaped_and_statuses_are_as_documented() {
+    let tmp = tempfile::tempdir().unwrap();
+    let hostile = tmp.path().join("db\x1b[31m");
+    let out = run_bounded(&["verify", path_str(&hostile)]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        !out_of(&out).contains('\x1b') && out_of(&out).contains("\\u{1b}"),
+        "{}",
+        text(&out)
+    );
+    // A file that is not a table is a usage error, not damage.
+    let out = run_bounded(&["verify", "/etc/passwd"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    // Help that cannot be written is an I/O error.
+    let full = std::fs::File::create("/dev/full").unwrap();
+    let status = command().arg("--help").stdout(full).status().unwrap();
+    assert_eq!(status.code(), Some(2));
+}
+
+/// The writer of [`a_database_being_written_is_in_use_never_damaged`], in a process of its
+/// own: opens the database named by `LEVELDB_BLOOM_TEST_WRITER` and writes batches of
+/// 1,000 records until a file `stop` appears beside it.
+#[test]
+#[ignore = "started by a_database_being_written_is_in_use_never_damaged"]
+fn writer_process() {
+    let Some(dir) = std::env::var_os("LEVELDB_BLOOM_TEST_WRITER") else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    let db = Db::open(&dir, Some(NewFilters::Bloom(10)), true, true).unwrap();
+    let stop = dir.with_extension("stop");
+    let mut round = 0u64;
+    while !stop.exists() {
+        for i in 0..1000 {
+            db.put(&key(round * 1000 % 20_000 + i), format!("w{i}").as_bytes())
+                .unwrap();
+        }
+        round += 1;
+    }
+}
+
+#[test]
+fn a_database_being_written_is_in_use_never_damaged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut writer = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "writer_process"])
+        .env("LEVELDB_BLOOM_TEST_WRITER", &dir)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    while !dir.join("CURRENT").exists() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    for round in 0..6 {
+        for args in [
+            vec!["verify"],
+            vec!["inspect"],
+            vec!["upgrade", "--format", "compact"],
+        ] {
+            let out = run_bounded(&[&args[..], &[path_str(&dir)]].concat());
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "round {round}: {args:?}: {}",
+                text(&out)
+            );
+            assert!(out_of(&out).contains("in use"), "{}", text(&out));
+        }
+    }
+    std::fs::write(dir.with_extension("stop"), b"").unwrap();
+    assert!(writer.wait().unwrap().success());
+    // Two upgrades at once: one does the work, the other finds the database in use.
+    let both: Vec<_> = (0..2)
+        .map(|_| {
+            command()
+                .args(["upgrade", path_str(&dir), "--format", "compact"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let statuses: Vec<_> = both
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            assert!(matches!(out.status.code(), Some(0 | 2)), "{}", text(&out));
+            out.status.code()
+        })
+        .collect();
+    assert!(statuses.contains(&Some(0)), "{statuses:?}");
+    let out = run_bounded(&["verify", path_str(&dir)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
