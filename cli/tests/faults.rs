@@ -13,28 +13,11 @@ mod common;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::*;
 use leveldb_bloom_cli::leveldb::{Db, NewFilters};
 use serde_json::Value;
-
-const LIMIT: Duration = Duration::from_secs(120);
-
-/// Runs the command on `args`, within [`LIMIT`].
-fn run_bounded(args: &[&str]) -> std::process::Output {
-    let mut cmd = command();
-    cmd.args(args);
-    run_within(cmd, LIMIT)
-}
-
-fn stdout(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 /// Whether every live table of the database carries compact filters (the upgrade's work):
 /// LevelDB's policy name, compact filters and no Bloom filter in each.

@@ -43,6 +43,24 @@ pub fn run_within(mut cmd: Command, limit: Duration) -> Output {
     child.wait_with_output().expect("collect the output")
 }
 
+/// How long a command may take in the fault and judged tests.
+pub const LIMIT: Duration = Duration::from_secs(120);
+
+/// Runs the command on `args`, within [`LIMIT`].
+pub fn run_bounded(args: &[&str]) -> Output {
+    let mut cmd = command();
+    cmd.args(args);
+    run_within(cmd, LIMIT)
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 pub fn text(out: &Output) -> String {
     format!(
         "status {:?}\nstdout:\n{}\nstderr:\n{}",
