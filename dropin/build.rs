@@ -1,7 +1,10 @@
 //! Compiles the drop-in's C++: the policy object once per libstdc++ string layout, and the
 //! entry points. No LevelDB header or library is used (policy.cc says why).
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
+
+use object::{Object, ObjectSymbol};
 
 /// The C++ flags every part shares.
 fn cxx() -> cc::Build {
@@ -27,18 +30,46 @@ fn main() {
     println!("cargo:rerun-if-changed=src/entry.cc");
     println!("cargo:rerun-if-changed=../include/leveldb_bloom.h");
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    // caller.rs names these constructors (StringAbi).
+    // caller.rs names these constructors (StringAbi). What libstdc++ string functions the
+    // policy objects import is written down for caller.rs: where the drop-in is linked into
+    // the program itself, those imports are the drop-in's, not evidence of the program's
+    // string.
+    let mut own_imports = std::collections::BTreeSet::new();
     for (abi, cxx11) in [("cxx11_string", "1"), ("old_string", "0")] {
-        cxx()
+        let mut build = cxx();
+        build
             .out_dir(out_dir.join(abi))
             .define("_GLIBCXX_USE_CXX11_ABI", cxx11)
             .define(
                 "LEVELDB_BLOOM_DROPIN_NEW_POLICY",
                 format!("leveldb_bloom_dropin_new_policy_{abi}").as_str(),
             )
-            .file("src/policy.cc")
-            .compile(&format!("leveldb_bloom_dropin_policy_{abi}"));
+            .file("src/policy.cc");
+        for path in build.compile_intermediates() {
+            let bytes = std::fs::read(&path).expect("the compiler's object file");
+            let file = object::File::parse(&*bytes).expect("an object file");
+            for symbol in file.symbols().filter(|s| s.is_undefined()) {
+                let name = symbol.name().expect("a symbol name");
+                if name.starts_with("_ZNSt7__cxx1112basic_string")
+                    || name.starts_with("_ZNKSt7__cxx1112basic_string")
+                    || name.starts_with("_ZNSs")
+                    || name.starts_with("_ZNKSs")
+                {
+                    own_imports.insert(name.to_owned());
+                }
+            }
+        }
+        build.compile(&format!("leveldb_bloom_dropin_policy_{abi}"));
     }
+    let mut list = String::from(
+        "/// The libstdc++ string functions the drop-in's policy objects import (build.rs).\n\
+         pub(crate) const OWN_STRING_IMPORTS: &[&[u8]] = &[\n",
+    );
+    for name in &own_imports {
+        let _ = writeln!(list, "    b\"{name}\",");
+    }
+    list.push_str("];\n");
+    std::fs::write(out_dir.join("own_string_imports.rs"), list).expect("OUT_DIR is writable");
     cxx()
         .out_dir(out_dir.join("entry"))
         .file("src/entry.cc")

@@ -8,11 +8,14 @@
 //! layout is read, never guessed, from the symbols of the object (executable or shared
 //! object) that holds the caller's code, as its ELF file on disk lists them:
 //!
-//! 1. LevelDB's own functions that take or return a `std::string` (`DB::Open`, `DestroyDB`,
-//!    `Status::ToString`), defined there (a libleveldb, or a program with LevelDB compiled
-//!    in) or imported (a program or module that uses a LevelDB beside it): their mangled
-//!    names differ between the layouts, and they are LevelDB's own word on its layout;
-//! 2. otherwise the object's imports of `std::string`'s members from libstdc++.
+//! 1. functions of LevelDB's namespace that take or return a `std::string` (`DB::Open`,
+//!    `DestroyDB`, `Status::ToString`, a test helper), defined there (a libleveldb, or a
+//!    program with LevelDB compiled in) or imported (a program or module that uses a LevelDB
+//!    beside it): their mangled names differ between the layouts, and they are LevelDB's own
+//!    word on its layout;
+//! 2. otherwise the object's imports of `std::string`'s members from libstdc++, less, where
+//!    the drop-in is linked into that object itself (the static route), the ones the
+//!    drop-in's own policy objects import (`OWN_STRING_IMPORTS`, listed by build.rs).
 //!
 //! Exactly one layout named tells; none or both, or a file that cannot be read, does not,
 //! and the drop-in then leaves that LevelDB its own policy ([`program_policy_constructor`]).
@@ -52,6 +55,38 @@ const LEVELDB_SIGNATURES: [(&[u8], StringAbi); 6] = [
     (b"_ZNK7leveldb6Status8ToStringB5cxx11Ev", StringAbi::Cxx11),
     (b"_ZNK7leveldb6Status8ToStringEv", StringAbi::Old),
 ];
+
+/// Marks of a `std::string` in a mangled signature, per layout: the C++11 type (or its ABI
+/// tag on a function returning it), and the old type's abbreviation `Ss` as a parameter
+/// (by reference, pointer or value).
+const STRING_IN_SIGNATURE: [(&[u8], StringAbi); 7] = [
+    (
+        b"NSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE",
+        StringAbi::Cxx11,
+    ),
+    (b"B5cxx11", StringAbi::Cxx11),
+    (b"RKSs", StringAbi::Old),
+    (b"PKSs", StringAbi::Old),
+    (b"PSs", StringAbi::Old),
+    (b"RSs", StringAbi::Old),
+    (b"ESs", StringAbi::Old),
+];
+
+include!(concat!(env!("OUT_DIR"), "/own_string_imports.rs"));
+
+/// The layout a LevelDB function's mangled name shows, if it is one and shows one.
+fn leveldb_signature(name: &[u8]) -> Option<StringAbi> {
+    if let Some(&(_, abi)) = LEVELDB_SIGNATURES.iter().find(|(n, _)| *n == name) {
+        return Some(abi);
+    }
+    if !(name.starts_with(b"_ZN7leveldb") || name.starts_with(b"_ZNK7leveldb")) {
+        return None;
+    }
+    STRING_IN_SIGNATURE
+        .iter()
+        .find(|(mark, _)| name.windows(mark.len()).any(|w| w == *mark))
+        .map(|&(_, abi)| abi)
+}
 
 /// Prefixes of the mangled names of `std::string`'s member functions, per layout.
 const STRING_MEMBERS: [(&[u8], StringAbi); 4] = [
@@ -191,23 +226,28 @@ pub(crate) fn string_abi(object: &LoadedObject) -> Result<StringAbi, String> {
     let file = File::open(&path).map_err(|e| format!("cannot open its file: {e}"))?;
     let data = ReadCache::new(file);
     let elf = object::File::parse(&data).map_err(|e| format!("cannot read its file: {e}"))?;
+    let holds_dropin = LoadedObject::own().as_ref() == Some(object);
     string_abi_of_symbols(
         elf.dynamic_symbols()
             .chain(elf.symbols())
             .filter_map(|s| s.name_bytes().ok().map(|name| (name, s.is_undefined()))),
+        holds_dropin,
     )
 }
 
-/// The rule of the module's comment over (name, imported) pairs.
+/// The rule of the module's comment over (name, imported) pairs of an object's symbols;
+/// `holds_dropin` when the object is the drop-in's own.
 fn string_abi_of_symbols<'a>(
     symbols: impl Iterator<Item = (&'a [u8], bool)>,
+    holds_dropin: bool,
 ) -> Result<StringAbi, String> {
     let mut leveldb = Named::default();
     let mut imports = Named::default();
     for (name, imported) in symbols {
-        if let Some(&(_, abi)) = LEVELDB_SIGNATURES.iter().find(|(n, _)| *n == name) {
+        if let Some(abi) = leveldb_signature(name) {
             leveldb.add(abi);
         } else if imported
+            && !(holds_dropin && OWN_STRING_IMPORTS.contains(&name))
             && let Some(&(_, abi)) = STRING_MEMBERS.iter().find(|(p, _)| name.starts_with(p))
         {
             imports.add(abi);
@@ -266,7 +306,7 @@ mod tests {
     use super::*;
 
     fn abi_of(symbols: &[(&str, bool)]) -> Result<StringAbi, String> {
-        string_abi_of_symbols(symbols.iter().map(|&(n, i)| (n.as_bytes(), i)))
+        string_abi_of_symbols(symbols.iter().map(|&(n, i)| (n.as_bytes(), i)), false)
     }
 
     // Names as Debian's libleveldb.so.1d (C++11 strings) and a manylinux wheel's bundled
@@ -287,6 +327,52 @@ mod tests {
             Ok(StringAbi::Old)
         );
         assert!(abi_of(&[(OLD_OPEN, true), (CXX11_OPEN, false)]).is_err());
+    }
+
+    #[test]
+    fn any_leveldb_function_with_a_string_in_its_signature_tells() {
+        // LevelDB's test helpers, linked into its own test programs.
+        let cxx11 = "_ZN7leveldb4test12RandomStringEPNS_6RandomEiPNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE";
+        assert_eq!(abi_of(&[(cxx11, false)]), Ok(StringAbi::Cxx11));
+        assert_eq!(
+            abi_of(&[("_ZN7leveldb4test9RandomKeyB5cxx11EPNS_6RandomEi", false)]),
+            Ok(StringAbi::Cxx11)
+        );
+        assert_eq!(
+            abi_of(&[("_ZN7leveldb4test12RandomStringEPNS_6RandomEiPSs", false)]),
+            Ok(StringAbi::Old)
+        );
+        assert_eq!(
+            abi_of(&[("_ZN7leveldb11PutVarint32EPSsj", true)]),
+            Ok(StringAbi::Old)
+        );
+        // Outside LevelDB's namespace, or without a string: no word.
+        assert!(abi_of(&[("_ZN5other3FooEPSs", false)]).is_err());
+        assert!(abi_of(&[("_ZN7leveldb4HashEPKcmj", false)]).is_err());
+    }
+
+    #[test]
+    fn the_drop_in_s_own_imports_are_not_the_program_s() {
+        let own_old = std::str::from_utf8(
+            OWN_STRING_IMPORTS
+                .iter()
+                .find(|n| n.starts_with(b"_ZNSs"))
+                .expect("the old copy imports"),
+        )
+        .unwrap();
+        let own_cxx11 = std::str::from_utf8(
+            OWN_STRING_IMPORTS
+                .iter()
+                .find(|n| n.starts_with(b"_ZNSt7__cxx11"))
+                .expect("the C++11 copy imports"),
+        )
+        .unwrap();
+        let program = [(own_old, true), (own_cxx11, true), (CXX11_APPEND, true)];
+        let symbols = || program.iter().map(|&(n, i)| (n.as_bytes(), i));
+        // In the drop-in's own object, only the program's own import tells.
+        assert_eq!(string_abi_of_symbols(symbols(), true), Ok(StringAbi::Cxx11));
+        // Elsewhere every import counts.
+        assert!(string_abi_of_symbols(symbols(), false).is_err());
     }
 
     #[test]
