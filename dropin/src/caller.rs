@@ -353,20 +353,12 @@ mod tests {
 
     #[test]
     fn the_drop_in_s_own_imports_are_not_the_program_s() {
-        let own_old = std::str::from_utf8(
-            OWN_STRING_IMPORTS
-                .iter()
-                .find(|n| n.starts_with(b"_ZNSs"))
-                .expect("the old copy imports"),
-        )
-        .unwrap();
-        let own_cxx11 = std::str::from_utf8(
-            OWN_STRING_IMPORTS
-                .iter()
-                .find(|n| n.starts_with(b"_ZNSt7__cxx11"))
-                .expect("the C++11 copy imports"),
-        )
-        .unwrap();
+        // One import of each of the drop-in's two policy objects.
+        let own = |prefix: &[u8]| {
+            let name = OWN_STRING_IMPORTS.iter().find(|n| n.starts_with(prefix));
+            std::str::from_utf8(name.expect("each copy imports string functions")).unwrap()
+        };
+        let (own_old, own_cxx11) = (own(b"_ZNSs"), own(b"_ZNSt7__cxx11"));
         let program = [(own_old, true), (own_cxx11, true), (CXX11_APPEND, true)];
         let symbols = || program.iter().map(|&(n, i)| (n.as_bytes(), i));
         // In the drop-in's own object, only the program's own import tells.
