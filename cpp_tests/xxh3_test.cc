@@ -3,7 +3,7 @@
 // libxxhash's hashes and the format's rules predict.
 //
 // The Rust hash is not part of the C API, so it is observed through the filters. The builder
-// writes version 2 of the format (docs/compact-format.md, "Version 2: ribbon filters"; the
+// writes the format of docs/compact-format.md ("Layout", "A key's equation"; the
 // "Format rule" comments in src/compact/ribbon.rs): with params the filter's second-to-last
 // byte, P = 8 * (length - 2) payload bits, r = params % 32 + 1, seed = params / 32,
 // m = P / r slots, w = min(m, 32) below 1024 slots else 57, a key with hash h has

@@ -131,11 +131,6 @@ impl<P: FilterPolicy> FilterBlockBuilder<P> {
         Ok(&self.result)
     }
 
-    /// How many keys wait for the open filter (added since the last filter was generated).
-    pub fn pending_keys(&self) -> usize {
-        self.key_starts.len()
-    }
-
     fn check_open(&self) -> Result<(), Error> {
         if self.finished {
             Err(Error::AlreadyFinished)

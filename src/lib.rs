@@ -26,8 +26,9 @@
 //!
 //! The C API is documented by its header, `include/leveldb_bloom.h`.
 
-// Unsafe code is allowed only where it is needed: the C boundary, the code compiled for
-// wider instructions (`cpu`) and the statistics' thread-pointer read.
+// Unsafe code is allowed only where it is needed: the C boundary (`ffi`), the code compiled
+// for wider instructions (`bloom::lanes`, `compact::ribbon`) and the statistics'
+// thread-pointer read (`stats`).
 #![deny(unsafe_code)]
 
 pub mod bloom;

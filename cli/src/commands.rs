@@ -438,7 +438,7 @@ pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
         return Ok(PROBLEM);
     }
     let (checked, unchecked): (Vec<&TableReport>, Vec<&TableReport>) =
-        tables.iter().partition(|t| t.filters_checked());
+        tables.iter().partition(|t| t.filters_read);
     let entries = |ts: &[&TableReport]| ts.iter().map(|t| t.entries).sum::<u64>();
     let blocks = tables.iter().map(|t| t.blocks_checked).sum();
     let mut line = format!(
@@ -595,7 +595,7 @@ fn rewrite_all(db: &Db, tables: &[TableReport]) -> Result<(), String> {
 /// Whether a table carries `filters`: a filter block under LevelDB's policy name whose
 /// every filter is as long as the new policy builds it for its keys, and of its format.
 fn carries(t: &TableReport, filters: NewFilters) -> bool {
-    t.filters_checked()
+    t.filters_read
         && t.filter_shapes.iter().all(|shape| match shape.filter {
             None => false,
             Some((len, _)) if shape.keys == 0 => len == 0,

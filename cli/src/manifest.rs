@@ -10,7 +10,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::files::{self, ReadError};
-use crate::table::{compare_internal_keys, unmask_crc};
+use crate::table::{compare_internal_keys, unmask_crc, varint32};
 
 /// A table of the current version.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,20 +131,6 @@ pub fn log_records(data: &[u8]) -> Result<Vec<Vec<u8>>, (usize, String)> {
         pos += HEADER_LEN + len;
     }
     Ok(out)
-}
-
-/// A varint of at most 5 bytes, its bits past 32 dropped (LevelDB's `GetVarint32`).
-fn varint32(data: &[u8], pos: &mut usize) -> Option<u32> {
-    let mut value = 0u32;
-    for shift in (0..=28).step_by(7) {
-        let byte = *data.get(*pos)?;
-        *pos += 1;
-        value |= u32::from(byte & 0x7f).wrapping_shl(shift);
-        if byte & 0x80 == 0 {
-            return Some(value);
-        }
-    }
-    None
 }
 
 /// A varint of at most 10 bytes (LevelDB's `GetVarint64`).

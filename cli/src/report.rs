@@ -79,7 +79,8 @@ pub struct TableReport {
     /// Each filter's shape, in order (empty when the filters were not read).
     #[serde(skip)]
     pub filter_shapes: Vec<FilterShape>,
-    /// Whether the filters were read: a filter block under LevelDB's policy name.
+    /// Whether its keys were checked against filters that LevelDB's policy reads: a filter
+    /// block under LevelDB's policy name that could be read.
     #[serde(skip)]
     pub filters_read: bool,
     /// The blocks whose checksums were checked.
@@ -106,12 +107,6 @@ impl TableReport {
             }
             _ => false,
         }
-    }
-
-    /// Whether its keys were checked against filters that LevelDB's policy reads: a filter
-    /// block under LevelDB's policy name that could be read.
-    pub fn filters_checked(&self) -> bool {
-        self.filters_read
     }
 }
 

@@ -74,13 +74,19 @@ pub(crate) fn varint64(data: &[u8], pos: &mut usize) -> Option<u64> {
     None
 }
 
-/// A varint that must fit 32 bits (at most 5 bytes).
-fn varint32(data: &[u8], pos: &mut usize) -> Option<u32> {
-    let start = *pos;
-    let value = varint64(data, pos)?;
-    (*pos - start <= 5)
-        .then_some(value)
-        .and_then(|v| u32::try_from(v).ok())
+/// A varint of at most 5 bytes, its bits past 32 dropped, as LevelDB's `GetVarint32` reads
+/// one (in block entries and version edits alike).
+pub(crate) fn varint32(data: &[u8], pos: &mut usize) -> Option<u32> {
+    let mut value = 0u32;
+    for shift in (0..=28).step_by(7) {
+        let byte = *data.get(*pos)?;
+        *pos += 1;
+        value |= u32::from(byte & 0x7f).wrapping_shl(shift);
+        if byte & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
 }
 
 /// CRC32C as LevelDB stores it: rotated and offset, so that a CRC of data holding CRCs is
@@ -491,7 +497,15 @@ mod tests {
         let mut p = 0;
         assert_eq!(varint64(&[0x80, 0x01], &mut p), Some(128));
         assert_eq!(varint64(&[0x80], &mut 0), None);
-        assert_eq!(varint32(&[0xff, 0xff, 0xff, 0xff, 0x7f], &mut 0), None);
+        // GetVarint32: five bytes at most, the bits past 32 dropped.
+        assert_eq!(
+            varint32(&[0xff, 0xff, 0xff, 0xff, 0x7f], &mut 0),
+            Some(u32::MAX)
+        );
+        assert_eq!(
+            varint32(&[0xff, 0xff, 0xff, 0xff, 0xff, 0x01], &mut 0),
+            None
+        );
         assert_eq!(varint64(&[0xff; 11], &mut 0), None);
     }
 

@@ -1,9 +1,9 @@
-//! The compact format's second version: a standard ribbon filter (Dillinger and Walzer,
+//! The compact format: a standard ribbon filter (Dillinger and Walzer,
 //! "Ribbon filter: practically smaller than Bloom and Xor", 2021). Each key is one equation
 //! over GF(2): `w` coefficient bits at a hashed start slot, `r` hashed result bits; the
 //! filter stores a solution of all its keys' equations, and a key may match when its
 //! equation holds. A query reads `r` windows of the solution, so its time does not grow with
-//! the filter. `docs/compact-format.md` ("Version 2: ribbon") is the specification.
+//! the filter. `docs/compact-format.md` is the specification.
 //!
 //! Layout: `payload ++ [params, 31]`. `params = (r - 1) | seed << 5`; with `P` the payload
 //! bits, `m = floor(P / r)` slots; solution column `j` (`0 <= j < r`) is the `m` bits at

@@ -19,7 +19,7 @@ impl leveldb_bloom_policy {
     }
 }
 
-/// The policy name as a C string; equal to `filter::NAME` (tested).
+/// The policy name as a C string; equal to `crate::NAME` (tested).
 pub(crate) const POLICY_NAME: &CStr = c"leveldb.BuiltinBloomFilter2";
 
 /// Creates a Bloom filter policy that builds the same filters as LevelDB's

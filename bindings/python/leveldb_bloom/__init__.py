@@ -36,7 +36,6 @@ import math
 import numbers
 import operator
 import threading
-import warnings
 from typing import Any, Iterable, List, NamedTuple, Optional, Sequence, Union
 
 from . import _native
@@ -582,17 +581,6 @@ class BloomPolicy(FilterPolicy):
         self._closed = True
         bpk = _index_in(bits_per_key, 0, _native.INT_MAX, "bits_per_key")
         self._adopt(_lib.leveldb_bloom_policy_create(bpk), "leveldb_bloom_policy_create")
-
-    @classmethod
-    def compact(cls, bits_per_key: float) -> "CompactPolicy":
-        """Deprecated alias of ``CompactPolicy(bits_per_key)`` (a compact policy is not a
-        Bloom policy); warns with ``DeprecationWarning``."""
-        warnings.warn(
-            "BloomPolicy.compact(bits_per_key) is deprecated: use CompactPolicy(bits_per_key)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return CompactPolicy(bits_per_key)
 
 
 class CompactPolicy(FilterPolicy):

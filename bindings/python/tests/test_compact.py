@@ -58,13 +58,6 @@ def test_compact_properties(bpk):
     assert "closed" in repr(p)
 
 
-def test_compact_alias_is_deprecated():
-    with pytest.warns(DeprecationWarning, match="CompactPolicy"):
-        p = lb.BloomPolicy.compact(10)
-    with p:
-        assert isinstance(p, lb.CompactPolicy) and p.format is lb.Format.COMPACT
-
-
 def test_policies_are_made_by_their_own_class():
     with pytest.raises(TypeError, match="BloomPolicy"):
         lb.FilterPolicy()
