@@ -22,8 +22,14 @@ fn every_copy_of_the_version_is_the_crate_s() {
     let version = env!("CARGO_PKG_VERSION");
     for (path, before) in [
         ("bindings/python/pyproject.toml", "\nversion = \""),
-        ("bindings/python/leveldb_bloom/__init__.py", "__version__ = \""),
-        ("bindings/python/leveldb_bloom/_native.py", "EXPECTED_VERSION = \""),
+        (
+            "bindings/python/leveldb_bloom/__init__.py",
+            "__version__ = \"",
+        ),
+        (
+            "bindings/python/leveldb_bloom/_native.py",
+            "EXPECTED_VERSION = \"",
+        ),
         ("bindings/go/leveldbbloom.go", "const PackageVersion = \""),
     ] {
         assert_eq!(quoted_after(path, before), version, "{path}");

@@ -294,96 +294,6 @@ struct InspectJson<'a> {
     not_live: Vec<String>,
 }
 
-fn percent(rate: Option<f64>) -> String {
-    rate.map_or_else(|| "-".into(), |r| format!("{:.3}%", 100.0 * r))
-}
-
-fn row(r: &TableReport) -> String {
-    format!(
-        "{:<12} {:>5} {:>10} {:>9} {:>7}  {:<28} {:>8} {:>7} {:>7} {:>5}  {:>11} {:>8}  {:>9} {:>9}",
-        r.file,
-        r.level.map_or_else(|| "-".into(), |l| l.to_string()),
-        r.entries,
-        r.deletions,
-        r.data_blocks,
-        r.filter_policy.as_deref().unwrap_or("none"),
-        r.filters,
-        r.bloom_filters,
-        r.compact_filters,
-        r.other_filters,
-        r.filter_bytes,
-        r.bits_per_key
-            .map_or_else(|| "-".into(), |b| format!("{b:.2}")),
-        percent(r.expected_fp),
-        percent(r.measured_fp),
-    )
-}
-
-/// The readable table `inspect` prints: one row per table, the total, warnings, and the
-/// files left out.
-pub fn render(tables: &[TableReport], total: &TableReport, not_live: &[PathBuf]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<12} {:>5} {:>10} {:>9} {:>7}  {:<28} {:>8} {:>7} {:>7} {:>5}  {:>11} {:>8}  {:>9} {:>9}",
-        "table",
-        "level",
-        "entries",
-        "deletions",
-        "blocks",
-        "filter policy",
-        "filters",
-        "bloom",
-        "compact",
-        "other",
-        "filter bytes",
-        "bits/key",
-        "expect fp",
-        "measured"
-    );
-    for r in tables {
-        let _ = writeln!(out, "{}", row(r));
-    }
-    let _ = writeln!(out, "{}", row(total));
-    // The total's warning only adds something when there are several tables.
-    let total_if_several = (tables.len() > 1).then_some(total);
-    for r in tables.iter().chain(total_if_several) {
-        if r.fp_well_above_expected() {
-            let _ = writeln!(
-                out,
-                "warning: {}: {} false positives on neighbours of its keys, {:.1} times the {} \
-                 its filters' layout predicts (keys that differ only in their last bytes \
-                 defeat LevelDB's Bloom hash); compact filters of the same size: about {}",
-                r.file,
-                percent(r.measured_fp),
-                r.measured_fp.unwrap_or(0.0) / r.expected_fp.unwrap_or(1.0),
-                percent(r.expected_fp),
-                percent(r.compact_fp_same_size),
-            );
-        }
-    }
-    for r in tables {
-        for p in &r.problems {
-            let _ = writeln!(
-                out,
-                "problem: {}: offset {}: {} ({})",
-                r.file, p.offset, p.what, p.count
-            );
-        }
-        for w in &r.warnings {
-            let _ = writeln!(out, "warning: {}: offset {}: {}", r.file, w.offset, w.what);
-        }
-    }
-    for path in not_live {
-        let _ = writeln!(
-            out,
-            "not part of the current version (not counted): {}",
-            shown(path)
-        );
-    }
-    out
-}
-
 /// `inspect PATH [--json]`.
 pub fn inspect(path: &Path, json: bool, keys: Option<Keys>) -> Result<u8, Failure> {
     let database = is_database_dir(path)?;
@@ -399,7 +309,7 @@ pub fn inspect(path: &Path, json: bool, keys: Option<Keys>) -> Result<u8, Failur
         let json = serde_json::to_string_pretty(&doc).map_err(|e| Failure::error(e.to_string()))?;
         emit(&(json + "\n"))?;
     } else {
-        emit(&render(&tables, &total, &not_live))?;
+        emit(&report::render(&tables, &total, &not_live))?;
     }
     let damaged = tables.iter().any(|t| !t.problems.is_empty());
     Ok(if damaged { PROBLEM } else { OK })
@@ -462,23 +372,6 @@ pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
     Ok(OK)
 }
 
-fn summary(label: &str, t: &TableReport) -> String {
-    format!(
-        "{label}: {} entries, {} filters ({} bloom, {} compact, {} other), {} filter bytes, \
-         {} bits/key, expected fp {}, measured fp {}\n",
-        t.entries,
-        t.filters,
-        t.bloom_filters,
-        t.compact_filters,
-        t.other_filters,
-        t.filter_bytes,
-        t.bits_per_key
-            .map_or_else(|| "-".into(), |b| format!("{b:.2}")),
-        percent(t.expected_fp),
-        percent(t.measured_fp),
-    )
-}
-
 /// `upgrade PATH --format F [--bits-per-key N]`: LevelDB rewrites every table with the
 /// new policy. Its own compaction writes the new tables and then the MANIFEST that names
 /// them, so the database stays readable whatever fails on the way. Succeeds only when every
@@ -507,7 +400,7 @@ pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
         )));
     }
     let snappy = before.iter().any(|t| t.compressed_blocks > 0);
-    emit(&summary("before", &report::total(&before)))?;
+    emit(&report::summary("before", &report::total(&before)))?;
     let leveldb_error = {
         let db = Db::open(path, Some(filters), snappy, false)
             .map_err(|e| Failure::error(open_failure(path, &e)))?;
@@ -516,7 +409,7 @@ pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
     // Closing the database released the process's lock: take it back to read the result.
     held.retake().map_err(|e| lock_failure(path, true, e))?;
     let (after, _) = analyze_all(path, true, None)?;
-    emit(&summary("after", &report::total(&after)))?;
+    emit(&report::summary("after", &report::total(&after)))?;
     let stale: Vec<&str> = after
         .iter()
         .filter(|t| !t.problems.is_empty() || !carries(t, filters))
