@@ -115,7 +115,9 @@ pub extern "C-unwind" fn leveldb_bloom_dropin_filter_policy_for(
 ) -> *const c_void {
     let object = LoadedObject::holding(caller);
     let abi = match &object {
-        Some(object) => caller::string_abi(object),
+        // A panic must not unwind into LevelDB: one here is a layout not told.
+        Some(object) => std::panic::catch_unwind(|| caller::string_abi(object))
+            .unwrap_or_else(|_| Err("reading its symbols failed".to_owned())),
         None => Err("no loaded object holds the caller's code".to_owned()),
     };
     let new_object = match abi {
