@@ -214,17 +214,44 @@ pub struct leveldb_bloom_slice {
 }
 
 /// The keys of a C key array, in either layout the API takes, checked once so that
-/// iterating cannot fail. Made only by [`KeyArray::split`] and [`KeyArray::slices`]; read
-/// with [`with_keys`].
+/// iterating cannot fail. Each layout's keys are a type only [`KeyArray::split`] and
+/// [`KeyArray::slices`] can make (their fields are private to this file), so holding one is
+/// proof of the check; read with [`with_keys`].
 #[derive(Clone, Copy)]
 pub(crate) enum KeyArray<'a> {
     /// `num_keys` pointers and as many lengths.
-    Split {
-        keys: &'a [*const libc::c_char],
-        lens: &'a [usize],
-    },
+    Split(SplitKeys<'a>),
     /// `num_keys` (pointer, length) pairs.
-    Slices(&'a [leveldb_bloom_slice]),
+    Slices(SliceKeys<'a>),
+}
+
+/// Checked keys of the split layout.
+#[derive(Clone, Copy)]
+pub(crate) struct SplitKeys<'a> {
+    keys: &'a [*const libc::c_char],
+    lens: &'a [usize],
+}
+
+/// Checked keys of the slice layout.
+#[derive(Clone, Copy)]
+pub(crate) struct SliceKeys<'a>(&'a [leveldb_bloom_slice]);
+
+impl<'a> SplitKeys<'a> {
+    pub(crate) fn iter(self) -> impl ExactSizeIterator<Item = &'a [u8]> {
+        self.keys
+            .iter()
+            .zip(self.lens)
+            // SAFETY: made only by `KeyArray::split`, whose caller guarantees the bytes and
+            // whose check refused a NULL key with a length and lengths past isize::MAX.
+            .map(|(&key, &len)| unsafe { key_bytes(key, len) })
+    }
+}
+
+impl<'a> SliceKeys<'a> {
+    pub(crate) fn iter(self) -> impl ExactSizeIterator<Item = &'a [u8]> {
+        // SAFETY: as for `SplitKeys::iter`, made only by `KeyArray::slices`.
+        self.0.iter().map(|s| unsafe { key_bytes(s.data, s.len) })
+    }
 }
 
 impl<'a> KeyArray<'a> {
@@ -238,7 +265,7 @@ impl<'a> KeyArray<'a> {
     ) -> FfiResult<Self> {
         // SAFETY: forwarded from this function's contract.
         let (keys, lens) = unsafe { (try_slice(keys, num_keys)?, try_slice(key_lens, num_keys)?) };
-        let array = KeyArray::Split { keys, lens };
+        let array = KeyArray::Split(SplitKeys { keys, lens });
         array.check()?;
         Ok(array)
     }
@@ -251,15 +278,15 @@ impl<'a> KeyArray<'a> {
         num_keys: usize,
     ) -> FfiResult<Self> {
         // SAFETY: forwarded from this function's contract.
-        let array = KeyArray::Slices(unsafe { try_slice(slices, num_keys)? });
+        let array = KeyArray::Slices(SliceKeys(unsafe { try_slice(slices, num_keys)? }));
         array.check()?;
         Ok(array)
     }
 
     pub(crate) fn len(self) -> usize {
         match self {
-            KeyArray::Split { keys, .. } => keys.len(),
-            KeyArray::Slices(slices) => slices.len(),
+            KeyArray::Split(split) => split.keys.len(),
+            KeyArray::Slices(slices) => slices.0.len(),
         }
     }
 
@@ -275,8 +302,10 @@ impl<'a> KeyArray<'a> {
             lengths |= len;
         };
         match self {
-            KeyArray::Split { keys, lens } => keys.iter().zip(lens).for_each(|(&k, &l)| look(k, l)),
-            KeyArray::Slices(slices) => slices.iter().for_each(|s| look(s.data, s.len)),
+            KeyArray::Split(SplitKeys { keys, lens }) => {
+                keys.iter().zip(lens).for_each(|(&k, &l)| look(k, l))
+            }
+            KeyArray::Slices(SliceKeys(slices)) => slices.iter().for_each(|s| look(s.data, s.len)),
         }
         let (null_with_length, impossible) = (null_with_length != 0, lengths > isize::MAX as usize);
         if null_with_length {
@@ -294,45 +323,18 @@ impl<'a> KeyArray<'a> {
 macro_rules! with_keys {
     ($array:expr, |$keys:ident| $body:expr) => {
         match $array {
-            $crate::ffi::boundary::KeyArray::Split { keys, lens } => {
-                // SAFETY: a `KeyArray` is made only by its constructors, which check it.
-                let $keys = unsafe { $crate::ffi::boundary::split_keys(keys, lens) };
+            $crate::ffi::boundary::KeyArray::Split(split) => {
+                let $keys = split.iter();
                 $body
             }
             $crate::ffi::boundary::KeyArray::Slices(slices) => {
-                // SAFETY: as above.
-                let $keys = unsafe { $crate::ffi::boundary::slice_keys(slices) };
+                let $keys = slices.iter();
                 $body
             }
         }
     };
 }
 pub(crate) use with_keys;
-
-/// The keys of a [`KeyArray::Split`].
-///
-/// # Safety
-/// The arrays are a `KeyArray`'s, made by its constructor (which checked them).
-pub(crate) unsafe fn split_keys<'a>(
-    keys: &'a [*const libc::c_char],
-    lens: &'a [usize],
-) -> impl ExactSizeIterator<Item = &'a [u8]> {
-    // SAFETY: forwarded from this function's contract.
-    keys.iter()
-        .zip(lens)
-        .map(|(&key, &len)| unsafe { key_bytes(key, len) })
-}
-
-/// The keys of a [`KeyArray::Slices`].
-///
-/// # Safety
-/// As for [`split_keys`].
-pub(crate) unsafe fn slice_keys(
-    slices: &[leveldb_bloom_slice],
-) -> impl ExactSizeIterator<Item = &[u8]> {
-    // SAFETY: forwarded from this function's contract.
-    slices.iter().map(|s| unsafe { key_bytes(s.data, s.len) })
-}
 
 /// A key of a checked [`KeyArray`] as bytes (a NULL key has length 0 there).
 ///

@@ -98,7 +98,7 @@ unsafe fn build_into(
     out_cap: usize,
     out_len: &mut usize,
 ) -> FfiResult<()> {
-    let needed = policy.policy.filter_len(keys.len())?;
+    let needed = policy.counted.filter_len(keys.len())?;
     if out_cap < needed {
         *out_len = needed;
         return Err(LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL);
@@ -107,7 +107,7 @@ unsafe fn build_into(
     // uninitialised); bytes past them stay untouched.
     // SAFETY: `out_cap >= needed` writable bytes at a non-NULL `out`, by the contract.
     let out = unsafe { try_zeroed_bytes_mut(out, needed) }?;
-    *out_len = with_keys!(keys, |keys| policy.policy.create_filter_into(keys, out))?;
+    *out_len = with_keys!(keys, |keys| policy.counted.create_filter_into(keys, out))?;
     Ok(())
 }
 
@@ -145,10 +145,10 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match_batch(
         };
         // Every query counts: `results` has one per key.
         with_keys!(keys, |keys| policy
-            .policy
+            .counted
             .policy()
             .keys_may_match(keys, filter, results));
-        policy.policy.count_queries(results);
+        policy.counted.count_queries(results);
         Ok(())
     })
 }

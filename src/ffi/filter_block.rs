@@ -34,7 +34,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_create(
         // SAFETY: the caller guarantees NULL or a live policy.
         match unsafe { try_ref(policy) } {
             Ok(policy) => Box::into_raw(Box::new(leveldb_bloom_filter_block_builder {
-                builder: FilterBlockBuilder::new(policy.policy.clone()),
+                builder: FilterBlockBuilder::new(policy.counted.clone()),
             })),
             Err(_) => std::ptr::null_mut(),
         }
@@ -155,9 +155,9 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match(
         };
         // Every query counts, those that no filter answers included: the reader asks the
         // policy uncounted.
-        let reader = FilterBlockReader::new(policy.policy.policy(), block);
+        let reader = FilterBlockReader::new(policy.counted.policy(), block);
         let may_match = reader.key_may_match(block_offset, key);
-        policy.policy.count_queries(&[may_match]);
+        policy.counted.count_queries(&[may_match]);
         Ok(may_match)
     })
 }
@@ -196,10 +196,10 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match_batch(
                 KeyArray::split(keys, key_lens, num_keys)?,
             )
         };
-        let reader = FilterBlockReader::new(policy.policy.policy(), block);
+        let reader = FilterBlockReader::new(policy.counted.policy(), block);
         with_keys!(keys, |keys| reader
             .keys_may_match(offsets.iter().copied().zip(keys), results));
-        policy.policy.count_queries(results);
+        policy.counted.count_queries(results);
         Ok(())
     })
 }

@@ -24,7 +24,7 @@ pub struct leveldb_bloom_policy {
     pub(crate) query: Query,
     /// Counting, if asked to, into counts shared with the filter block builders made from
     /// this policy.
-    pub(crate) policy: Counted<Policy>,
+    pub(crate) counted: Counted<Policy>,
 }
 
 /// The policy of a C policy object, of the format chosen at its creation.

@@ -13,9 +13,9 @@ use crate::policy::FilterPolicy;
 use crate::stats::Counted;
 
 impl leveldb_bloom_policy {
-    fn new(policy: Counted<Policy>) -> Box<Self> {
-        let query = query_for(&policy);
-        Box::new(leveldb_bloom_policy { query, policy })
+    fn new(counted: Counted<Policy>) -> Box<Self> {
+        let query = query_for(&counted);
+        Box::new(leveldb_bloom_policy { query, counted })
     }
 }
 
@@ -63,7 +63,7 @@ pub unsafe extern "C" fn leveldb_bloom_policy_counted(
     guard(std::ptr::null_mut(), || {
         // SAFETY: the caller guarantees NULL or a live policy.
         match unsafe { try_ref(policy) } {
-            Ok(p) => Box::into_raw(leveldb_bloom_policy::new(Counted::new(*p.policy.policy()))),
+            Ok(p) => Box::into_raw(leveldb_bloom_policy::new(Counted::new(*p.counted.policy()))),
             Err(_) => std::ptr::null_mut(),
         }
     })
@@ -121,9 +121,11 @@ pub extern "C" fn leveldb_bloom_policy_create_for_fp_rate(
     format: c_int,
 ) -> *mut leveldb_bloom_policy {
     guard(std::ptr::null_mut(), || {
+        const BLOOM: c_int = leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_BLOOM as c_int;
+        const COMPACT: c_int = leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_COMPACT as c_int;
         into_raw(match format {
-            0 => BloomPolicy::for_fp_rate(target_fp_rate).map(Policy::Bloom),
-            1 => CompactPolicy::for_fp_rate(target_fp_rate).map(Policy::Compact),
+            BLOOM => BloomPolicy::for_fp_rate(target_fp_rate).map(Policy::Bloom),
+            COMPACT => CompactPolicy::for_fp_rate(target_fp_rate).map(Policy::Compact),
             _ => return std::ptr::null_mut(),
         })
     })
@@ -139,7 +141,7 @@ pub unsafe extern "C" fn leveldb_bloom_policy_format(policy: *const leveldb_bloo
     guard(-1, || {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) };
-        policy.map_or(-1, |p| match p.policy.policy() {
+        policy.map_or(-1, |p| match p.counted.policy() {
             Policy::Bloom(_) => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_BLOOM as c_int,
             Policy::Compact(_) => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_COMPACT as c_int,
         })
@@ -158,7 +160,7 @@ pub unsafe extern "C" fn leveldb_bloom_policy_bits_per_key(
     guard(-1.0, || {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) };
-        policy.map_or(-1.0, |p| match p.policy.policy() {
+        policy.map_or(-1.0, |p| match p.counted.policy() {
             Policy::Bloom(p) => f64::from(p.bits_per_key()),
             Policy::Compact(p) => p.bits_per_key(),
         })
@@ -205,7 +207,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_len(
     guard(0, || {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) };
-        policy.map_or(0, |p| p.policy.filter_len(num_keys).unwrap_or(0))
+        policy.map_or(0, |p| p.counted.filter_len(num_keys).unwrap_or(0))
     })
 }
 

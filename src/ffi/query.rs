@@ -58,13 +58,13 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match(
     // Each check branches to an exit of its own: folded together into flag arithmetic,
     // they would cost every query several instructions more.
     if policy.is_null() {
-        return refused(Refusal::NullPolicy);
+        return refused(); // no policy
     }
     if filter.is_null() {
-        return refused(Refusal::NullFilter);
+        return refused(); // no filter
     }
     if (key_len | filter_len) > isize::MAX as usize {
-        return refused(Refusal::ImpossibleLength);
+        return refused(); // a length no object can have
     }
     if key.is_null() {
         // SAFETY: forwarded from this function's contract.
@@ -75,18 +75,11 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match(
     unsafe { ((*policy).query)(&*policy, key.cast(), key_len, filter, filter_len) }
 }
 
-/// Why `leveldb_bloom_key_may_match` refused its arguments.
-enum Refusal {
-    NullPolicy,
-    NullFilter,
-    ImpossibleLength,
-}
-
 /// The answer to a query whose arguments were refused: "may match", since a wrong "no
 /// match" would hide stored data.
 #[cold]
 #[inline(never)]
-fn refused(_why: Refusal) -> bool {
+fn refused() -> bool {
     true
 }
 
@@ -147,13 +140,13 @@ query!(
 query!(
     /// An uncounted compact policy.
     compact,
-    |policy, key, filter| policy.policy.policy().key_may_match(key, filter)
+    |policy, key, filter| policy.counted.policy().key_may_match(key, filter)
 );
 
 query!(
     /// A counted Bloom policy.
     counted_bloom,
-    |policy, key, filter| policy.policy.count_query(crate::bloom::key_may_match(key, filter))
+    |policy, key, filter| policy.counted.count_query(crate::bloom::key_may_match(key, filter))
 );
 
 query!(
@@ -161,11 +154,11 @@ query!(
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "bmi2")]
     counted_bloom_bmi2,
-    |policy, key, filter| policy.policy.count_query(crate::bloom::key_may_match(key, filter))
+    |policy, key, filter| policy.counted.count_query(crate::bloom::key_may_match(key, filter))
 );
 
 query!(
     /// A counted compact policy.
     counted,
-    |policy, key, filter| policy.policy.key_may_match(key, filter)
+    |policy, key, filter| policy.counted.key_may_match(key, filter)
 );

@@ -52,10 +52,10 @@ pub unsafe extern "C" fn leveldb_bloom_policy_stats(
     guard_status(|| {
         // SAFETY: the caller guarantees NULL or valid pointers.
         let (policy, stats) = unsafe { (try_ref(policy)?, try_mut(stats)?) };
-        if !policy.policy.counts() {
+        if !policy.counted.counts() {
             return Err(LEVELDB_BLOOM_ERR_NOT_COUNTED);
         }
-        *stats = policy.policy.stats().into();
+        *stats = policy.counted.stats().into();
         Ok(())
     })
 }
@@ -73,10 +73,10 @@ pub unsafe extern "C" fn leveldb_bloom_policy_stats_reset(
     guard_status(|| {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) }?;
-        if !policy.policy.counts() {
+        if !policy.counted.counts() {
             return Err(LEVELDB_BLOOM_ERR_NOT_COUNTED);
         }
-        policy.policy.reset_stats();
+        policy.counted.reset_stats();
         Ok(())
     })
 }
