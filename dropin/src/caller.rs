@@ -268,16 +268,16 @@ fn string_abi_of_symbols<'a>(
     })
 }
 
-/// The `NewBloomFilterPolicy` that `object` would have called without the drop-in: the
-/// first definition in its own lookup scope (a module's own LevelDB, loaded beside it),
-/// else the next one after the drop-in in the process's (the program's LevelDB). `None`
-/// when the drop-in's is the only one.
-pub(crate) fn program_policy_constructor(object: &LoadedObject) -> Option<NewPolicyFn> {
+/// The `NewBloomFilterPolicy` that `object` (if known) would have called without the
+/// drop-in: the first definition in its own lookup scope (a module's own LevelDB, loaded
+/// beside it), else the next one after the drop-in in the process's (the program's LevelDB).
+/// `None` when the drop-in's is the only one.
+pub(crate) fn program_policy_constructor(object: Option<&LoadedObject>) -> Option<NewPolicyFn> {
     let own = LoadedObject::own();
     let not_ours = |symbol: *mut c_void| {
         (!symbol.is_null() && LoadedObject::holding(symbol) != own).then_some(symbol)
     };
-    let in_scope = object.name.as_ref().and_then(|name| {
+    let in_scope = object.and_then(|o| o.name.as_ref()).and_then(|name| {
         // SAFETY: `name` is a C string; RTLD_NOLOAD only finds an object already loaded (the
         // caller's, which stays loaded while it runs), and the reference taken is dropped
         // below.

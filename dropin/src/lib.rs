@@ -73,24 +73,72 @@ macro_rules! jump_to {
     };
 }
 
-/// `leveldb::NewBloomFilterPolicy(int)`, under its Itanium C++ ABI name: the signature is
-/// the same at the machine level (an int in, a pointer out).
-#[unsafe(naked)]
-#[unsafe(export_name = "_ZN7leveldb20NewBloomFilterPolicyEi")]
-pub extern "C-unwind" fn new_bloom_filter_policy(bits_per_key: c_int) -> *const c_void {
-    jump_to!(leveldb_bloom_dropin_entry_new_bloom_filter_policy)
+/// The architectures whose entry points jump to the C++ bodies ([`jump_to`]).
+macro_rules! with_jumps {
+    ($($item:item)*) => {
+        $(
+            #[cfg(any(
+                target_arch = "x86_64",
+                target_arch = "x86",
+                target_arch = "aarch64",
+                target_arch = "arm",
+                target_arch = "s390x",
+                target_arch = "riscv64",
+                target_arch = "riscv32"
+            ))]
+            $item
+        )*
+    };
 }
 
-/// The drop-in's `leveldb::FilterPolicy` object, for a program that also uses stock
-/// LevelDB's policy in the same process (the benchmark does): the returned pointer is a
-/// `const leveldb::FilterPolicy*` for the caller's string layout, released with `delete`.
-/// Counts like `NewBloomFilterPolicy`.
-#[unsafe(naked)]
-#[unsafe(no_mangle)]
-pub extern "C-unwind" fn leveldb_bloom_dropin_filter_policy_create(
-    bits_per_key: c_int,
-) -> *const c_void {
-    jump_to!(leveldb_bloom_dropin_entry_filter_policy_create)
+with_jumps! {
+    /// `leveldb::NewBloomFilterPolicy(int)`, under its Itanium C++ ABI name: the signature
+    /// is the same at the machine level (an int in, a pointer out).
+    #[unsafe(naked)]
+    #[unsafe(export_name = "_ZN7leveldb20NewBloomFilterPolicyEi")]
+    pub extern "C-unwind" fn new_bloom_filter_policy(bits_per_key: c_int) -> *const c_void {
+        jump_to!(leveldb_bloom_dropin_entry_new_bloom_filter_policy)
+    }
+
+    /// The drop-in's `leveldb::FilterPolicy` object, for a program that also uses stock
+    /// LevelDB's policy in the same process (the benchmark does): the returned pointer is a
+    /// `const leveldb::FilterPolicy*` for the caller's string layout, released with
+    /// `delete`. Counts like `NewBloomFilterPolicy`.
+    #[unsafe(naked)]
+    #[unsafe(no_mangle)]
+    pub extern "C-unwind" fn leveldb_bloom_dropin_filter_policy_create(
+        bits_per_key: c_int,
+    ) -> *const c_void {
+        jump_to!(leveldb_bloom_dropin_entry_filter_policy_create)
+    }
+}
+
+/// Elsewhere the entry points cannot pass on their caller's address: the drop-in cannot
+/// tell which string a LevelDB was built with, so each keeps its own policy (said once on
+/// standard error and in the statistics file), never a guess.
+#[cfg(not(any(
+    target_arch = "x86_64",
+    target_arch = "x86",
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "s390x",
+    target_arch = "riscv64",
+    target_arch = "riscv32"
+)))]
+mod without_jumps {
+    use super::*;
+
+    #[unsafe(export_name = "_ZN7leveldb20NewBloomFilterPolicyEi")]
+    pub extern "C-unwind" fn new_bloom_filter_policy(bits_per_key: c_int) -> *const c_void {
+        leveldb_bloom_dropin_filter_policy_for(bits_per_key, std::ptr::null())
+    }
+
+    #[unsafe(no_mangle)]
+    pub extern "C-unwind" fn leveldb_bloom_dropin_filter_policy_create(
+        bits_per_key: c_int,
+    ) -> *const c_void {
+        leveldb_bloom_dropin_filter_policy_for(bits_per_key, std::ptr::null())
+    }
 }
 
 /// How many policies this library has handed out in place of LevelDB's, per string layout.
@@ -154,7 +202,7 @@ pub extern "C-unwind" fn leveldb_bloom_dropin_filter_policy_for(
 fn fall_back(object: Option<&LoadedObject>, bits_per_key: c_int, why: &str) -> *const c_void {
     FALLBACKS.fetch_add(1, Relaxed);
     let who = object.map_or_else(|| "the caller".to_owned(), LoadedObject::describe);
-    let constructor = object.and_then(caller::program_policy_constructor);
+    let constructor = caller::program_policy_constructor(object);
     let outcome = if constructor.is_some() {
         "its LevelDB keeps its own Bloom policy"
     } else {
