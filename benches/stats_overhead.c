@@ -3,10 +3,10 @@
  * policy uncounted, in one process, alternately. 16-byte keys against 64 filters of 100
  * keys at 10 bits per key: all present, all absent, or each a coin toss (mixed: an order
  * the processor cannot predict, the worst case for a count that branches on the answer);
- * 1 or 2 threads query the same policy (2 threads share its counters). Run by
+ * 1, 2, 8 or 32 threads query the same policy and share its counters. Run by
  * scripts/bench stats.
  *
- * Usage: stats_overhead THREADS present|absent|mixed [ROUNDS]
+ * Usage: stats_overhead THREADS(1-32) present|absent|mixed [ROUNDS]
  * Prints one CSV line: threads,keys,ns_per_query_uncounted,ns_per_query_counted,overhead_percent
  * (each the best of ROUNDS, default 9, rounds). */
 #include <pthread.h>
@@ -66,11 +66,12 @@ static double seconds(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* Nanoseconds per query of one round with `threads` threads; 0 if a thread did not start
+/* Nanoseconds per query of one round with `threads` threads, each answering QUERIES (the
+ * process's wall time per query answered); 0 if a thread did not start
  * or the answers were wrong (every present key must match). */
 static double round_ns(const leveldb_bloom_policy *policy, int threads) {
-  pthread_t t[2];
-  struct job jobs[2];
+  pthread_t t[32];
+  struct job jobs[32];
   int started = 0;
   double start = seconds();
   for (int i = 0; i < threads; i++) {
@@ -86,7 +87,7 @@ static double round_ns(const leveldb_bloom_policy *policy, int threads) {
     size_t least = keys_kind == PRESENT ? QUERIES : keys_kind == MIXED ? QUERIES / 2 - QUERIES / 64 : 0;
     if (jobs[i].matches < least) return 0;
   }
-  return started == threads ? elapsed * 1e9 / QUERIES : 0;
+  return started == threads ? elapsed * 1e9 / ((double)QUERIES * threads) : 0;
 }
 
 int main(int argc, char **argv) {
@@ -94,9 +95,9 @@ int main(int argc, char **argv) {
   const char *kind = argc > 2 ? argv[2] : "";
   int rounds = argc > 3 ? atoi(argv[3]) : 9;
   keys_kind = strcmp(kind, "present") == 0 ? PRESENT : strcmp(kind, "absent") == 0 ? ABSENT : MIXED;
-  if (threads < 1 || threads > 2 || rounds < 1 ||
+  if (threads < 1 || threads > 32 || rounds < 1 ||
       (keys_kind == MIXED && strcmp(kind, "mixed") != 0)) {
-    fprintf(stderr, "usage: stats_overhead THREADS(1|2) present|absent|mixed [ROUNDS]\n");
+    fprintf(stderr, "usage: stats_overhead THREADS(1-32) present|absent|mixed [ROUNDS]\n");
     return 2;
   }
   leveldb_bloom_policy *uncounted = leveldb_bloom_policy_create(10);

@@ -24,20 +24,17 @@
 //! # Ok::<(), leveldb_bloom::Error>(())
 //! ```
 //!
-//! The C API is documented by its header, `include/leveldb_bloom.h`.
+//! The C library built on this crate (`capi/`, `include/leveldb_bloom.h`) is a crate of its
+//! own: a Rust program that depends on this one compiles no C ABI.
 
-// Unsafe code is allowed only where it is needed: the C boundary (`ffi`), the code compiled
-// for wider instructions (`bloom::lanes`, `compact::ribbon`) and the statistics'
-// thread-pointer read (`stats`).
+// Unsafe code is allowed only where it is needed: the code compiled for wider instructions
+// (`bloom::lanes`, `compact::ribbon`).
 #![deny(unsafe_code)]
 
 pub mod bloom;
 pub mod compact;
 mod cpu;
 mod error;
-#[doc(hidden)] // The C API; its documentation is the header.
-#[allow(unsafe_code)]
-pub mod ffi;
 mod filter_block;
 mod hash;
 mod policy;
@@ -48,8 +45,8 @@ pub use bloom::BloomPolicy;
 pub use compact::CompactPolicy;
 pub use error::Error;
 pub use filter_block::{FILTER_BASE_LG, FilterBlockBuilder, FilterBlockReader};
-pub use policy::{FilterPolicy, NAME};
-pub use stats::{Counted, StatsSnapshot, global_stats, reset_global_stats};
+pub use policy::{AnyPolicy, FilterPolicy, NAME};
+pub use stats::{Counted, Stats, StatsSnapshot, global_stats, reset_global_stats};
 
 /// The Rust example of `docs/bindings.md`, compiled and run by `cargo test` (doc tests) so
 /// that the document cannot drift from the crate.

@@ -1,14 +1,13 @@
 //! Filter statistics: a policy that counts what it does ([`Counted`]), and the process-wide
 //! totals of every counting policy ([`global_stats`]).
 //!
-//! Counting sits on the query path, so it must cost next to nothing even when every thread
-//! queries the same policy. Every [`Stats`] has 64 shards of two cache lines each. A thread
-//! claims a shard (one of two picked by hashing its thread pointer) and then bumps it with a
-//! plain load and store: no locked instruction, no line shared between threads, no
-//! thread-local lookup (which in a shared library is a call to `__tls_get_addr`). A thread
-//! whose two shards are taken by others counts in a shared shard with atomic adds. Reading
-//! sums the shards; a reset records a baseline instead of zeroing, so it cannot race with
-//! the owners' stores.
+//! Counting sits on the query path, so it must cost little even when every thread queries
+//! the same policy. Every [`Stats`] has 16 stripes of counters, each on cache lines of its
+//! own; a thread counts in the stripe its stack's address picks, with relaxed atomic adds.
+//! Threads whose stacks hash apart share no line; threads that share a stripe still lose no
+//! count. (docs/performance-notes.md, "Statistics", measures this design against owned,
+//! unlocked shards: no slower at 1 to 32 threads.) Reading sums the stripes; a reset records
+//! a baseline instead of zeroing, so the process-wide totals keep what was counted.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -36,30 +35,18 @@ use crate::policy::{FilterPolicy, sealed::WriteFilter};
 #[derive(Debug, Clone)]
 pub struct Counted<P> {
     policy: P,
-    /// `None` only for the C API's policies that were not asked to count.
-    stats: Option<Stats>,
+    stats: Stats,
 }
 
 impl<P> Counted<P> {
     /// `policy`, counting from zero.
     pub fn new(policy: P) -> Self {
-        Counted {
-            policy,
-            stats: Some(Stats::new()),
-        }
+        Counted::with_stats(policy, Stats::new())
     }
 
-    /// `policy`, counting nothing (the C API's policies until asked to count).
-    pub(crate) fn uncounted(policy: P) -> Self {
-        Counted {
-            policy,
-            stats: None,
-        }
-    }
-
-    /// Whether this policy counts.
-    pub(crate) fn counts(&self) -> bool {
-        self.stats.is_some()
+    /// `policy`, counting into `stats` (shared with whatever else counts there).
+    pub fn with_stats(policy: P, stats: Stats) -> Self {
+        Counted { policy, stats }
     }
 
     /// The policy that answers.
@@ -71,35 +58,12 @@ impl<P> Counted<P> {
     /// policy's clones' included. Counting is thread-safe; a snapshot taken while other
     /// threads count sees each counter at some moment during the call.
     pub fn stats(&self) -> StatsSnapshot {
-        self.stats
-            .as_ref()
-            .map_or_else(StatsSnapshot::default, Stats::snapshot)
+        self.stats.snapshot()
     }
 
     /// Restarts this policy's counts from zero; the process-wide counts keep theirs.
     pub fn reset_stats(&self) {
-        if let Some(stats) = &self.stats {
-            stats.reset();
-        }
-    }
-
-    /// Counts one query answered for this policy without asking it (the C API's queries of
-    /// a policy whose format it knows); returns the answer.
-    #[inline(always)]
-    pub(crate) fn count_query(&self, may_match: bool) -> bool {
-        if let Some(stats) = &self.stats {
-            stats.record_query(may_match);
-        }
-        may_match
-    }
-
-    /// Counts queries answered for this policy without asking it (the C API's filter block
-    /// queries where the block has no filter).
-    #[inline]
-    pub(crate) fn count_queries(&self, answers: &[bool]) {
-        if let Some(stats) = &self.stats {
-            stats.record_queries(answers);
-        }
+        self.stats.reset();
     }
 }
 
@@ -111,9 +75,7 @@ impl<P: FilterPolicy> WriteFilter for Counted<P> {
     {
         let num_keys = keys.len();
         self.policy.write_filter(keys, filter)?;
-        if let Some(stats) = &self.stats {
-            stats.record_filter(num_keys);
-        }
+        self.stats.record_filter(num_keys);
         Ok(())
     }
 }
@@ -126,9 +88,7 @@ impl<P: FilterPolicy> FilterPolicy for Counted<P> {
     #[inline]
     fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
         let may_match = self.policy.key_may_match(key, filter);
-        if let Some(stats) = &self.stats {
-            stats.record_query(may_match);
-        }
+        self.stats.record_query(may_match);
         may_match
     }
 
@@ -138,30 +98,27 @@ impl<P: FilterPolicy> FilterPolicy for Counted<P> {
         filter: &[u8],
         results: &mut [bool],
     ) {
-        let Some(stats) = &self.stats else {
-            return self.policy.keys_may_match(keys, filter, results);
-        };
         let mut answered = 0;
         let keys = keys.into_iter().inspect(|_| answered += 1);
         self.policy.keys_may_match(keys, filter, results);
-        stats.record_queries(&results[..answered.min(results.len())]);
+        self.stats
+            .record_queries(&results[..answered.min(results.len())]);
     }
 }
 
-/// Shards a thread can own: a power of two, so that masking an index proves it in bounds.
-const SHARDS: usize = 64;
-/// Words per shard, padded to 128 bytes: adjacent-line prefetch must not pair shards.
-const STRIDE: usize = 16;
-/// The shard after the owned ones, shared with atomic adds by threads that own none.
-const SHARED: usize = SHARDS;
+/// Stripes per [`Stats`]: a power of two, so that the stripe index is a shift of a hash.
+const STRIPES: usize = 64;
 
-// A word's place inside a shard: the owner's thread id, then the counters. A query adds its
-// answer to the two answer counters, 1 to one and 0 to the other.
-const OWNER: usize = 0;
-const FILTERS_BUILT: usize = 1;
-const KEYS_ADDED: usize = 2;
-const NO_MATCH: usize = 3;
-const MAY_MATCH: usize = 4;
+/// One stripe of counters, padded to 128 bytes: adjacent-line prefetch must not pair
+/// stripes.
+#[repr(align(128))]
+#[derive(Default)]
+struct Stripe {
+    filters_built: AtomicU64,
+    keys_added: AtomicU64,
+    no_match: AtomicU64,
+    may_match: AtomicU64,
+}
 
 /// Counter values at one moment.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -196,29 +153,33 @@ impl StatsSnapshot {
     }
 }
 
-/// Every shard's words, back to back, `STRIDE` apart.
-#[repr(align(128))]
-struct Shards([AtomicU64; (SHARDS + 1) * STRIDE]);
-
-/// The counters of one policy: a handle that clones cheaply. The counts join the
-/// process-wide totals ([`global_stats`]) and stay there after the last handle is dropped.
-pub(crate) struct Stats {
+/// Counters of filter work: a handle that clones cheaply, its clones counting into the same
+/// counts. The counts join the process-wide totals ([`global_stats`]) and stay there after
+/// the last handle is dropped. [`Counted`] counts into one; callers that answer for a
+/// policy by other means (a filter block with no filter for a block) count here directly.
+pub struct Stats {
     counts: Arc<Counts>,
 }
 
 struct Counts {
     /// Inline, so that a count is one load away from the handle.
-    shards: Shards,
+    stripes: [Stripe; STRIPES],
     baseline: Mutex<StatsSnapshot>,
     /// Live `Stats` handles; the last one to go moves the counts into the retired totals.
     handles: AtomicUsize,
 }
 
+impl Default for Stats {
+    fn default() -> Self {
+        Stats::new()
+    }
+}
+
 impl Stats {
     /// New counters at zero, registered in the process-wide totals.
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         let counts = Arc::new(Counts {
-            shards: Shards(std::array::from_fn(|_| AtomicU64::new(0))),
+            stripes: std::array::from_fn(|_| Stripe::default()),
             baseline: Mutex::new(StatsSnapshot::default()),
             handles: AtomicUsize::new(1),
         });
@@ -227,36 +188,35 @@ impl Stats {
     }
 
     /// Counts a filter built over `keys` keys.
-    pub(crate) fn record_filter(&self, keys: usize) {
-        self.counts
-            .add([(FILTERS_BUILT, 1), (KEYS_ADDED, keys as u64)]);
+    pub fn record_filter(&self, keys: usize) {
+        let stripe = self.counts.stripe();
+        stripe.filters_built.fetch_add(1, Relaxed);
+        stripe.keys_added.fetch_add(keys as u64, Relaxed);
     }
 
     /// Counts a query and its answer.
     #[inline]
-    pub(crate) fn record_query(&self, may_match: bool) {
-        // A branch, not a counter chosen by the answer: that store's address would wait for
-        // the probes (docs/performance-notes.md, "Statistics"). The compiler fence, which
-        // emits nothing, keeps the compiler from folding the two arms into that index.
+    pub fn record_query(&self, may_match: bool) {
+        let stripe = self.counts.stripe();
         if may_match {
-            self.counts.add([(MAY_MATCH, 1)]);
+            stripe.may_match.fetch_add(1, Relaxed);
         } else {
-            std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::Acquire);
-            self.counts.add([(NO_MATCH, 1)]);
+            stripe.no_match.fetch_add(1, Relaxed);
         }
     }
 
     /// Counts a batch of queries by their answers.
-    pub(crate) fn record_queries(&self, answers: &[bool]) {
+    pub fn record_queries(&self, answers: &[bool]) {
         let may_match = answers.iter().filter(|&&a| a).count();
-        self.counts.add([
-            (MAY_MATCH, may_match as u64),
-            (NO_MATCH, (answers.len() - may_match) as u64),
-        ]);
+        let stripe = self.counts.stripe();
+        stripe.may_match.fetch_add(may_match as u64, Relaxed);
+        stripe
+            .no_match
+            .fetch_add((answers.len() - may_match) as u64, Relaxed);
     }
 
     /// The counts since creation or the last [`reset`](Self::reset).
-    pub(crate) fn snapshot(&self) -> StatsSnapshot {
+    pub fn snapshot(&self) -> StatsSnapshot {
         // The baseline lock is held while summing: a reset in between would otherwise store a
         // baseline above the sum, and the difference would wrap to near 2^64.
         let baseline = lock(&self.counts.baseline);
@@ -264,7 +224,7 @@ impl Stats {
     }
 
     /// Restarts these counts from zero; the process-wide totals keep theirs.
-    pub(crate) fn reset(&self) {
+    pub fn reset(&self) {
         let mut baseline = lock(&self.counts.baseline);
         *baseline = self.counts.total();
     }
@@ -297,63 +257,34 @@ impl std::fmt::Debug for Stats {
 }
 
 impl Counts {
+    /// The stripe of the calling thread: picked by a hash of its stack's page, which costs
+    /// no thread-local lookup (in a shared library, a call).
     #[inline]
-    fn add<const N: usize>(&self, adds: [(usize, u64); N]) {
-        let thread = thread_id();
-        let shard = &self.shards.0[preferred_shard(thread) * STRIDE..][..STRIDE];
-        if shard[OWNER].load(Relaxed) == thread {
-            // This thread is the shard's only writer, so load-then-store loses nothing.
-            for (counter, n) in adds {
-                shard[counter].store(shard[counter].load(Relaxed).wrapping_add(n), Relaxed);
-            }
-        } else {
-            for (counter, n) in adds {
-                self.add_elsewhere(thread, counter, n);
-            }
-        }
-    }
-
-    /// Counts for a thread that does not own its preferred shard: in its second-choice
-    /// shard if it owns that, else it claims one of the two if free (for next time) and
-    /// counts this time with an atomic add in the shared shard.
-    #[cold]
-    fn add_elsewhere(&self, thread: u64, counter: usize, n: u64) {
-        let word = |shard: usize, word: usize| &self.shards.0[shard * STRIDE + word];
-        let second = second_shard(thread);
-        if word(second, OWNER).load(Relaxed) == thread {
-            let cell = word(second, counter);
-            cell.store(cell.load(Relaxed).wrapping_add(n), Relaxed);
-            return;
-        }
-        for shard in [preferred_shard(thread), second] {
-            if word(shard, OWNER)
-                .compare_exchange(0, thread, Relaxed, Relaxed)
-                .is_ok()
-            {
-                break;
-            }
-        }
-        word(SHARED, counter).fetch_add(n, Relaxed);
+    fn stripe(&self) -> &Stripe {
+        let here = 0u8;
+        let page = (std::ptr::addr_of!(here).addr() >> 12) as u64;
+        let index = page.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - STRIPES.trailing_zeros());
+        &self.stripes[index as usize]
     }
 
     fn total(&self) -> StatsSnapshot {
-        let sum = |counter: usize| {
-            (0..=SHARED).fold(0u64, |sum, shard| {
-                sum.wrapping_add(self.shards.0[shard * STRIDE + counter].load(Relaxed))
+        let sum = |counter: fn(&Stripe) -> &AtomicU64| {
+            self.stripes.iter().fold(0u64, |sum, stripe| {
+                sum.wrapping_add(counter(stripe).load(Relaxed))
             })
         };
-        let no_match = sum(NO_MATCH);
+        let no_match = sum(|s| &s.no_match);
         StatsSnapshot {
-            filters_built: sum(FILTERS_BUILT),
-            keys_added: sum(KEYS_ADDED),
-            queries: no_match.wrapping_add(sum(MAY_MATCH)),
+            filters_built: sum(|s| &s.filters_built),
+            keys_added: sum(|s| &s.keys_added),
+            queries: no_match.wrapping_add(sum(|s| &s.may_match)),
             no_match,
         }
     }
 }
 
-/// The process-wide counts since start or the last [`reset_global_stats`]: every counting
-/// policy's ([`Counted`], and the C API's that were asked to count), the dropped ones'
+/// The process-wide counts since start or the last [`reset_global_stats`]: every [`Stats`]'
+/// (every [`Counted`] policy's, the C library's counting policies'), the dropped ones'
 /// included. Policies that do not count add nothing.
 pub fn global_stats() -> StatsSnapshot {
     let registry = registry();
@@ -399,62 +330,6 @@ fn registry() -> MutexGuard<'static, Registry> {
 /// Counters stay usable after a panic elsewhere: the data is plain numbers.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The shard a thread tries first. Thread pointers of live threads are at least a stack
-/// apart, and stacks span an odd number of pages (a guard page), so the page number keeps
-/// consecutive threads apart.
-#[inline]
-fn preferred_shard(thread: u64) -> usize {
-    (thread >> 12) as usize % SHARDS
-}
-
-/// The shard a thread tries when its preferred one belongs to another thread.
-fn second_shard(thread: u64) -> usize {
-    ((thread >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize % SHARDS
-}
-
-/// A non-zero number unique to each live thread: its thread pointer, where the platform ABI
-/// defines one, read in one instruction.
-///
-/// A thread pointer is reused only after its thread has exited, and the new thread was
-/// created after that exit (a happens-before edge), so the new thread may continue the old
-/// one's plain stores. The same holds for the thread-local fallback's address.
-#[inline]
-#[allow(unsafe_code)] // one register or thread-control-block read, no memory written
-fn thread_id() -> u64 {
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    {
-        let tp: u64;
-        // SAFETY: on x86-64 Linux the thread control block's first word holds its own
-        // address (the TLS ABI's `tcb` self-pointer), readable through %fs at offset 0 by
-        // every thread; the load has no side effect.
-        unsafe {
-            std::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp,
-                options(nostack, readonly, preserves_flags, pure));
-        }
-        tp
-    }
-    #[cfg(all(target_arch = "aarch64", target_os = "linux"))]
-    {
-        let tp: u64;
-        // SAFETY: reading TPIDR_EL0, the thread pointer register, has no side effect.
-        unsafe {
-            std::arch::asm!("mrs {}, tpidr_el0", out(reg) tp,
-                options(nostack, nomem, preserves_flags, pure));
-        }
-        tp
-    }
-    #[cfg(not(all(
-        any(target_arch = "x86_64", target_arch = "aarch64"),
-        target_os = "linux"
-    )))]
-    {
-        thread_local! {
-            static ID: u8 = const { 0 };
-        }
-        ID.with(|id| id as *const u8 as u64)
-    }
 }
 
 #[cfg(test)]
@@ -531,7 +406,7 @@ mod tests {
     #[test]
     fn many_threads_lose_no_count() {
         let stats = Stats::new();
-        let threads = SHARDS + 8; // some share the atomic shard
+        let threads = STRIPES * 4 + 3; // several share each stripe
         std::thread::scope(|scope| {
             for t in 0..threads {
                 let stats = &stats;

@@ -1,10 +1,11 @@
 """Builds the package with the Rust library inside it.
 
-setuptools-rust runs ``cargo build --release`` on the leveldb-bloom crate (a plain
+setuptools-rust runs ``cargo build --release`` on the C library's crate (``clib``, a plain
 ``cdylib``: no Python binding, ctypes loads it) and puts ``libleveldb_bloom.so`` in the
-``leveldb_bloom`` package. The crate is the repository's (``../../Cargo.toml``) when building
-from a checkout, and the copy under ``rust/`` when building from an sdist, which carries the
-crate's sources because a source distribution cannot refer to files outside itself.
+``leveldb_bloom`` package. The crates are the repository's (``../../clib/Cargo.toml``, the
+Rust library and the C API it builds on) when building from a checkout, and the copies
+under ``rust/`` when building from an sdist, which carries their sources because a source
+distribution cannot refer to files outside itself.
 
 The library does not depend on the Python version, so the wheel is tagged
 ``py3-none-<platform>``.
@@ -29,28 +30,45 @@ except ImportError:  # older setuptools: the wheel package's
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 SDIST_CRATE = "rust"
-# What building the library needs; the crate's tests, benches and other members stay out.
-CRATE_FILES = ["Cargo.toml", "Cargo.lock", "build.rs", "cbindgen.toml", "README.md", "src"]
+# What building the library needs: the Rust library, the C API crate and the C library's
+# (their tests, the benches and the other workspace members stay out).
+CRATE_FILES = [
+    "Cargo.toml",
+    "Cargo.lock",
+    "build.rs",
+    "README.md",
+    "src",
+    "capi/Cargo.toml",
+    "capi/build.rs",
+    "capi/cbindgen.toml",
+    "capi/src",
+    "clib/Cargo.toml",
+    "clib/lib.rs",
+]
+# The workspace of the sdist's crates.
+SDIST_MEMBERS = '[workspace]\nmembers = ["capi", "clib"]\n\n'
 
 
 def crate_manifest() -> str:
     """The Cargo.toml to build, relative to this directory."""
     if os.path.exists(os.path.join(HERE, SDIST_CRATE, "Cargo.toml")):
-        return os.path.join(SDIST_CRATE, "Cargo.toml")
-    return os.path.join("..", "..", "Cargo.toml")
+        return os.path.join(SDIST_CRATE, "clib", "Cargo.toml")
+    return os.path.join("..", "..", "clib", "Cargo.toml")
 
 
 def standalone_manifest(text: str) -> str:
-    """The crate's Cargo.toml as a workspace of its own, without the tables that name files
-    an sdist does not carry (benches, dev-dependencies, other workspace members)."""
+    """The root Cargo.toml as the workspace of the sdist's crates, without the tables that
+    name what an sdist does not carry (benches, dev-dependencies, other members' profiles)."""
     kept, skipping = [], False
     for line in text.splitlines(keepends=True):
         header = re.match(r"\s*\[\[?([^\]]+)\]\]?\s*$", line)
         if header:
             name = header.group(1).strip()
-            skipping = name in ("workspace", "bench", "dev-dependencies")
+            skipping = name in ("workspace", "bench", "dev-dependencies") or (
+                name.startswith("profile.dev.package.") and name != "profile.dev.package.leveldb-bloom"
+            )
             if name == "workspace":
-                kept.append("[workspace]\n\n")
+                kept.append(SDIST_MEMBERS)
         if not skipping:
             kept.append(line)
     return "".join(kept)
@@ -69,6 +87,7 @@ class SdistWithCrate(sdist):
         os.makedirs(target, exist_ok=True)
         for name in CRATE_FILES:
             source = os.path.join(REPO, name)
+            os.makedirs(os.path.dirname(os.path.join(target, name)), exist_ok=True)
             if os.path.isdir(source):
                 shutil.copytree(source, os.path.join(target, name), dirs_exist_ok=True)
             elif name == "Cargo.toml":

@@ -7,11 +7,11 @@ use std::ffi::{CStr, CString, c_char, c_int};
 use std::path::Path;
 use std::ptr;
 
-use leveldb_bloom::ffi::{
+use leveldb_bloom::{BloomPolicy, CompactPolicy, FilterPolicy};
+use leveldb_bloom_capi::{
     leveldb_bloom_cb_create_filter, leveldb_bloom_cb_destructor, leveldb_bloom_cb_key_may_match,
     leveldb_bloom_cb_name, leveldb_bloom_policy_create_compact,
 };
-use leveldb_bloom::{BloomPolicy, CompactPolicy, FilterPolicy};
 use leveldb_sys::*;
 
 /// The filter format `upgrade` writes.

@@ -26,8 +26,8 @@ use std::sync::{Once, OnceLock};
 
 use caller::{LoadedObject, StringAbi};
 
-// The C API lives in the core crate; naming it keeps its exported symbols in this library.
-pub use leveldb_bloom::ffi;
+// The C API (the capi crate); naming it keeps its exported symbols in this library.
+pub use leveldb_bloom_capi as ffi;
 
 unsafe extern "C-unwind" {
     // Defined in policy.cc, once per string layout: a new `leveldb::FilterPolicy` that owns

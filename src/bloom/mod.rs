@@ -238,11 +238,13 @@ pub fn expected_false_positive_rate(filter: &[u8], keys: usize) -> Option<f64> {
     Some((1.0 - (-k * keys as f64 / bits).exp()).powf(k))
 }
 
-/// Whether `key` may be in a `leveldb.BuiltinBloomFilter2` filter (the format rules of
-/// [`BloomPolicy`]'s `key_may_match`). Always inlined: the C API compiles it into each of its
-/// query functions, one of them for BMI2.
+/// Whether `key` may be in a `leveldb.BuiltinBloomFilter2` filter, answered as LevelDB
+/// answers it whatever the filter's bytes (the same answer as any [`BloomPolicy`]'s
+/// `key_may_match`: LevelDB's query reads its settings from the filter, not the policy).
+/// Always inlined, so that a caller compiled for other instructions (the C library's BMI2
+/// query) compiles it with them.
 #[inline(always)]
-pub(crate) fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
+pub fn key_may_match(key: &[u8], filter: &[u8]) -> bool {
     may_match_hashed(ProbeStart::of(key), filter)
 }
 

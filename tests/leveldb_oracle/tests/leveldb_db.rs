@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use leveldb_bloom::ffi::{
+use leveldb_bloom_capi::{
     leveldb_bloom_cb_create_filter, leveldb_bloom_cb_destructor, leveldb_bloom_cb_key_may_match,
     leveldb_bloom_cb_name, leveldb_bloom_policy, leveldb_bloom_policy_counted,
     leveldb_bloom_policy_create, leveldb_bloom_policy_destroy, leveldb_bloom_policy_stats,

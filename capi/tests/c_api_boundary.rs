@@ -7,8 +7,8 @@
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::ptr::{null, null_mut};
 
-use leveldb_bloom::ffi::leveldb_bloom_status::*;
-use leveldb_bloom::ffi::*;
+use leveldb_bloom_capi::leveldb_bloom_status::*;
+use leveldb_bloom_capi::*;
 
 mod common;
 use common::PolicyKind;

@@ -5,9 +5,9 @@
 use std::ffi::c_int;
 use std::os::unix::process::CommandExt;
 
-use leveldb_bloom::ffi::leveldb_bloom_status::*;
-use leveldb_bloom::ffi::*;
 use leveldb_bloom::{BloomPolicy, Error, FilterBlockBuilder};
+use leveldb_bloom_capi::leveldb_bloom_status::*;
+use leveldb_bloom_capi::*;
 
 mod common;
 

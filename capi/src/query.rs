@@ -11,25 +11,24 @@ use std::ffi::c_char;
 use std::slice;
 
 use super::boundary::guard;
-use super::handle::{Policy, Query, leveldb_bloom_policy};
-use crate::policy::FilterPolicy;
-use crate::stats::Counted;
+use super::handle::{Query, leveldb_bloom_policy};
+use leveldb_bloom::{AnyPolicy, FilterPolicy};
 
-/// The [`Query`] for `policy`.
-pub(crate) fn query_for(policy: &Counted<Policy>) -> Query {
+/// The [`Query`] for `policy`, counting or not.
+pub(crate) fn query_for(policy: &AnyPolicy, counts: bool) -> Query {
     #[cfg(target_arch = "x86_64")]
-    let bmi2 = crate::cpu::level().has_avx2();
+    let bmi2 = std::arch::is_x86_feature_detected!("bmi2");
     #[cfg(not(target_arch = "x86_64"))]
     let bmi2 = false;
-    match (policy.policy(), policy.counts(), bmi2) {
+    match (policy, counts, bmi2) {
         #[cfg(target_arch = "x86_64")]
-        (Policy::Bloom(_), false, true) => bloom_bmi2,
+        (AnyPolicy::Bloom(_), false, true) => bloom_bmi2,
         #[cfg(target_arch = "x86_64")]
-        (Policy::Bloom(_), true, true) => counted_bloom_bmi2,
-        (Policy::Bloom(_), false, _) => bloom,
-        (Policy::Bloom(_), true, _) => counted_bloom,
-        (Policy::Compact(_), false, _) => compact,
-        (Policy::Compact(_), true, _) => counted,
+        (AnyPolicy::Bloom(_), true, true) => counted_bloom_bmi2,
+        (AnyPolicy::Bloom(_), false, _) => bloom,
+        (AnyPolicy::Bloom(_), true, _) => counted_bloom,
+        (AnyPolicy::Compact(_), false, _) => compact,
+        (AnyPolicy::Compact(_), true, _) => counted,
     }
 }
 
@@ -124,29 +123,28 @@ macro_rules! query {
 query!(
     /// An uncounted Bloom policy.
     bloom,
-    |_, key, filter| crate::bloom::key_may_match(key, filter)
+    |_, key, filter| leveldb_bloom::bloom::key_may_match(key, filter)
 );
 
 query!(
-    /// An uncounted Bloom policy on a processor with BMI2 (every one at
-    /// [`Level::has_avx2`](crate::cpu::Level::has_avx2)): its three-operand shifts and
+    /// An uncounted Bloom policy on a processor with BMI2: its three-operand shifts and
     /// multiplications leave the probes fewer register moves.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "bmi2")]
     bloom_bmi2,
-    |_, key, filter| crate::bloom::key_may_match(key, filter)
+    |_, key, filter| leveldb_bloom::bloom::key_may_match(key, filter)
 );
 
 query!(
     /// An uncounted compact policy.
     compact,
-    |policy, key, filter| policy.counted.policy().key_may_match(key, filter)
+    |policy, key, filter| policy.policy.key_may_match(key, filter)
 );
 
 query!(
     /// A counted Bloom policy.
     counted_bloom,
-    |policy, key, filter| policy.counted.count_query(crate::bloom::key_may_match(key, filter))
+    |policy, key, filter| policy.count_query(leveldb_bloom::bloom::key_may_match(key, filter))
 );
 
 query!(
@@ -154,11 +152,11 @@ query!(
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "bmi2")]
     counted_bloom_bmi2,
-    |policy, key, filter| policy.counted.count_query(crate::bloom::key_may_match(key, filter))
+    |policy, key, filter| policy.count_query(leveldb_bloom::bloom::key_may_match(key, filter))
 );
 
 query!(
     /// A counted compact policy.
     counted,
-    |policy, key, filter| policy.counted.key_may_match(key, filter)
+    |policy, key, filter| policy.count_query(policy.policy.key_may_match(key, filter))
 );

@@ -7,8 +7,8 @@ use std::ffi::{c_char, c_int, c_void};
 use std::ptr::{null, null_mut};
 
 use leveldb_bloom::BloomPolicy;
-use leveldb_bloom::ffi::leveldb_bloom_status::*;
-use leveldb_bloom::ffi::*;
+use leveldb_bloom_capi::leveldb_bloom_status::*;
+use leveldb_bloom_capi::*;
 
 const OK: c_int = LEVELDB_BLOOM_OK as c_int;
 

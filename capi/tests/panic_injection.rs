@@ -8,9 +8,9 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 use std::ptr::{null, null_mut};
 
 use leveldb_bloom::FilterPolicy;
-use leveldb_bloom::ffi::leveldb_bloom_status::*;
-use leveldb_bloom::ffi::panic_injection::arm;
-use leveldb_bloom::ffi::*;
+use leveldb_bloom_capi::leveldb_bloom_status::*;
+use leveldb_bloom_capi::panic_injection::arm;
+use leveldb_bloom_capi::*;
 
 mod common;
 use common::{CKeys, PolicyKind};

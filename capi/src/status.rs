@@ -2,7 +2,7 @@
 
 use std::ffi::{CStr, c_int};
 
-use crate::error::Error;
+use leveldb_bloom::Error;
 
 /// What an `int`-returning function of the C API reports. `LEVELDB_BLOOM_OK` (0) is success;
 /// every other value is an error, and the call changed nothing unless its documentation
@@ -95,6 +95,9 @@ impl From<Error> for leveldb_bloom_status {
             Error::BufferTooSmall { .. } => LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL,
             Error::OffsetBackwards { .. } => LEVELDB_BLOOM_ERR_OFFSET_BACKWARDS,
             Error::AlreadyFinished => LEVELDB_BLOOM_ERR_ALREADY_FINISHED,
+            // `Error` is non-exhaustive: a refusal the Rust library adds later is an invalid
+            // argument here until it gets a code of its own.
+            _ => LEVELDB_BLOOM_ERR_INVALID_ARGUMENT,
         }
     }
 }

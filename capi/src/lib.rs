@@ -1,5 +1,8 @@
-//! The C API: every exported function lives in this module's files, and the header
-//! `include/leveldb_bloom.h` is generated from them by cbindgen.
+//! The C API of leveldb-bloom, built on the Rust library's public interface: every exported
+//! function lives in this crate's files, and the header `include/leveldb_bloom.h` is
+//! generated from them by cbindgen. The C library (`clib/`, `libleveldb_bloom.{so,a}`)
+//! exports them; the drop-in and the command link them from here. Its documentation is the
+//! header.
 //!
 //! Rules shared by all entry points: pointers are checked (a NULL where data is required is
 //! an error code, or "may match" for a query); `(NULL, 0)` is accepted as an empty byte

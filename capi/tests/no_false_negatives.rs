@@ -12,10 +12,10 @@ use std::ffi::{c_char, c_void};
 use std::ptr::null;
 
 use common::{CKeys, keys_with_duplicates};
-use leveldb_bloom::ffi::*;
 use leveldb_bloom::{
     BloomPolicy, CompactPolicy, FilterBlockBuilder, FilterBlockReader, FilterPolicy,
 };
+use leveldb_bloom_capi::*;
 use proptest::prelude::*;
 
 /// Keys of a data block, and how far past the previous block it starts.

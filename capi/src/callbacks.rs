@@ -8,7 +8,7 @@ use super::handle::leveldb_bloom_policy;
 use super::policy::{POLICY_NAME, leveldb_bloom_policy_destroy};
 use super::query::leveldb_bloom_key_may_match;
 use super::status::leveldb_bloom_status::*;
-use crate::policy::FilterPolicy;
+use leveldb_bloom::FilterPolicy;
 
 /// The filter handed to LevelDB when no real one can be built: its `k` byte of 0 makes every
 /// LevelDB reader answer "may match", so the table stays correct, only unfiltered.
@@ -72,7 +72,7 @@ unsafe fn malloc_filter(
     let num_keys = usize::try_from(num_keys).map_err(|_| LEVELDB_BLOOM_ERR_INVALID_ARGUMENT)?;
     // SAFETY: forwarded from this function's contract.
     let (policy, keys) = unsafe { (try_ref(policy)?, KeyArray::split(keys, key_lens, num_keys)?) };
-    let len = policy.counted.filter_len(num_keys)?;
+    let len = policy.policy.filter_len(num_keys)?;
     // calloc: the bytes must be initialised before they become a slice.
     // SAFETY: calloc has no preconditions; a NULL result is handled.
     let buffer = unsafe { libc::calloc(len, 1) }.cast::<u8>();
@@ -81,7 +81,7 @@ unsafe fn malloc_filter(
     }
     // SAFETY: `buffer` holds `len` zeroed bytes that only this function knows of.
     let filter = unsafe { std::slice::from_raw_parts_mut(buffer, len) };
-    if let Err(error) = with_keys!(keys, |keys| policy.counted.create_filter_into(keys, filter)) {
+    if let Err(error) = with_keys!(keys, |keys| policy.create_filter_into(keys, filter)) {
         // SAFETY: `buffer` came from calloc and nothing else refers to it.
         unsafe { libc::free(buffer.cast()) };
         return Err(error.into());

@@ -5,7 +5,7 @@ use std::ffi::c_int;
 use super::boundary::{guard, guard_status, try_mut, try_ref};
 use super::handle::leveldb_bloom_policy;
 use super::status::leveldb_bloom_status::LEVELDB_BLOOM_ERR_NOT_COUNTED;
-use crate::stats::StatsSnapshot;
+use leveldb_bloom::StatsSnapshot;
 
 /// Filter statistics, as returned by `leveldb_bloom_policy_stats` and
 /// `leveldb_bloom_global_stats`.
@@ -52,10 +52,10 @@ pub unsafe extern "C" fn leveldb_bloom_policy_stats(
     guard_status(|| {
         // SAFETY: the caller guarantees NULL or valid pointers.
         let (policy, stats) = unsafe { (try_ref(policy)?, try_mut(stats)?) };
-        if !policy.counted.counts() {
+        let Some(counts) = &policy.stats else {
             return Err(LEVELDB_BLOOM_ERR_NOT_COUNTED);
-        }
-        *stats = policy.counted.stats().into();
+        };
+        *stats = counts.snapshot().into();
         Ok(())
     })
 }
@@ -73,10 +73,10 @@ pub unsafe extern "C" fn leveldb_bloom_policy_stats_reset(
     guard_status(|| {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) }?;
-        if !policy.counted.counts() {
+        let Some(counts) = &policy.stats else {
             return Err(LEVELDB_BLOOM_ERR_NOT_COUNTED);
-        }
-        policy.counted.reset_stats();
+        };
+        counts.reset();
         Ok(())
     })
 }
@@ -94,7 +94,7 @@ pub unsafe extern "C" fn leveldb_bloom_policy_stats_reset(
 pub unsafe extern "C" fn leveldb_bloom_global_stats(stats: *mut leveldb_bloom_stats) -> c_int {
     guard_status(|| {
         // SAFETY: the caller guarantees NULL or a writable struct.
-        *unsafe { try_mut(stats) }? = crate::stats::global_stats().into();
+        *unsafe { try_mut(stats) }? = leveldb_bloom::global_stats().into();
         Ok(())
     })
 }
@@ -102,5 +102,5 @@ pub unsafe extern "C" fn leveldb_bloom_global_stats(stats: *mut leveldb_bloom_st
 /// Restarts the process-wide counts from zero. Per-policy counts are not affected.
 #[unsafe(no_mangle)]
 pub extern "C" fn leveldb_bloom_global_stats_reset() {
-    guard((), crate::stats::reset_global_stats)
+    guard((), leveldb_bloom::reset_global_stats)
 }

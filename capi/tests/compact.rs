@@ -11,8 +11,8 @@ mod common;
 use std::ffi::c_char;
 
 use common::keys_with_duplicates;
-use leveldb_bloom::ffi::*;
 use leveldb_bloom::{BloomPolicy, CompactPolicy, FilterPolicy, compact};
+use leveldb_bloom_capi::*;
 use proptest::prelude::*;
 
 /// A compact policy's bits per key: every whole number from 0 to 32, and fractions.

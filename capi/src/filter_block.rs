@@ -5,16 +5,15 @@ use std::ffi::{c_char, c_int};
 use super::boundary::try_slice;
 use super::boundary::{Batch, try_filter, try_mut, try_ref};
 use super::boundary::{KeyArray, destroy, guard, guard_query, guard_status, with_keys};
-use super::handle::{Policy, leveldb_bloom_policy};
-use crate::filter_block::{FilterBlockBuilder, FilterBlockReader};
-use crate::stats::Counted;
+use super::handle::{BlockBuilder, leveldb_bloom_policy, with_builder};
+use leveldb_bloom::FilterBlockReader;
 
 /// Builds the filter block of one LevelDB table. Not thread-safe: use one builder from one
 /// thread at a time (different builders may run on different threads).
 #[allow(non_camel_case_types)]
 pub struct leveldb_bloom_filter_block_builder {
     /// Its filters count as its policy's.
-    builder: FilterBlockBuilder<Counted<Policy>>,
+    builder: BlockBuilder,
 }
 
 /// Creates a filter block builder whose filters `policy` builds. The builder keeps its own
@@ -34,7 +33,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_create(
         // SAFETY: the caller guarantees NULL or a live policy.
         match unsafe { try_ref(policy) } {
             Ok(policy) => Box::into_raw(Box::new(leveldb_bloom_filter_block_builder {
-                builder: FilterBlockBuilder::new(policy.counted.clone()),
+                builder: policy.filter_block_builder(),
             })),
             Err(_) => std::ptr::null_mut(),
         }
@@ -58,7 +57,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_start_block(
     guard_status(|| {
         // SAFETY: the caller guarantees NULL or a live, unshared builder.
         let builder = unsafe { try_mut(builder) }?;
-        Ok(builder.builder.start_block(block_offset)?)
+        Ok(with_builder!(&mut builder.builder, |b| b.start_block(block_offset))?)
     })
 }
 
@@ -80,7 +79,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_add_key(
     guard_status(|| {
         // SAFETY: the caller guarantees the builder and the key's extent.
         let (builder, key) = unsafe { (try_mut(builder)?, try_slice(key.cast::<u8>(), key_len)?) };
-        Ok(builder.builder.add_key(key)?)
+        Ok(with_builder!(&mut builder.builder, |b| b.add_key(key))?)
     })
 }
 
@@ -104,7 +103,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_finish(
         // SAFETY: the caller guarantees each pointer is NULL or valid as documented.
         let (builder, block, block_len) =
             unsafe { (try_mut(builder)?, try_mut(block)?, try_mut(block_len)?) };
-        let finished = builder.builder.finish()?;
+        let finished = with_builder!(&mut builder.builder, |b| b.finish())?;
         *block = finished.as_ptr();
         *block_len = finished.len();
         Ok(())
@@ -155,9 +154,9 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match(
         };
         // Every query counts, those that no filter answers included: the reader asks the
         // policy uncounted.
-        let reader = FilterBlockReader::new(policy.counted.policy(), block);
+        let reader = FilterBlockReader::new(&policy.policy, block);
         let may_match = reader.key_may_match(block_offset, key);
-        policy.counted.count_queries(&[may_match]);
+        policy.count_queries(&[may_match]);
         Ok(may_match)
     })
 }
@@ -196,10 +195,10 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match_batch(
                 KeyArray::split(keys, key_lens, num_keys)?,
             )
         };
-        let reader = FilterBlockReader::new(policy.counted.policy(), block);
+        let reader = FilterBlockReader::new(&policy.policy, block);
         with_keys!(keys, |keys| reader
             .keys_may_match(offsets.iter().copied().zip(keys), results));
-        policy.counted.count_queries(results);
+        policy.count_queries(results);
         Ok(())
     })
 }

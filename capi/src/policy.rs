@@ -3,23 +3,26 @@
 use std::ffi::{CStr, c_char, c_int};
 
 use super::boundary::{destroy, guard, try_ref};
-use super::handle::Policy;
 pub use super::handle::leveldb_bloom_policy;
 use super::query::query_for;
-use crate::bloom::BloomPolicy;
-use crate::compact::CompactPolicy;
-use crate::error::Error;
-use crate::policy::FilterPolicy;
-use crate::stats::Counted;
+use leveldb_bloom::BloomPolicy;
+use leveldb_bloom::CompactPolicy;
+use leveldb_bloom::Error;
+use leveldb_bloom::FilterPolicy;
+use leveldb_bloom::{AnyPolicy, Stats};
 
 impl leveldb_bloom_policy {
-    fn new(counted: Counted<Policy>) -> Box<Self> {
-        let query = query_for(&counted);
-        Box::new(leveldb_bloom_policy { query, counted })
+    fn new(policy: AnyPolicy, stats: Option<Stats>) -> Box<Self> {
+        let query = query_for(&policy, stats.is_some());
+        Box::new(leveldb_bloom_policy {
+            query,
+            policy,
+            stats,
+        })
     }
 }
 
-/// The policy name as a C string; equal to `crate::NAME` (tested).
+/// The policy name as a C string; equal to `leveldb_bloom::NAME` (tested).
 pub(crate) const POLICY_NAME: &CStr = c"leveldb.BuiltinBloomFilter2";
 
 /// Creates a Bloom filter policy that builds the same filters as LevelDB's
@@ -32,14 +35,14 @@ pub(crate) const POLICY_NAME: &CStr = c"leveldb.BuiltinBloomFilter2";
 #[unsafe(no_mangle)]
 pub extern "C" fn leveldb_bloom_policy_create(bits_per_key: c_int) -> *mut leveldb_bloom_policy {
     guard(std::ptr::null_mut(), || {
-        into_raw(BloomPolicy::new(bits_per_key).map(Policy::Bloom))
+        into_raw(BloomPolicy::new(bits_per_key).map(AnyPolicy::Bloom))
     })
 }
 
 /// A new C policy object for `policy`, not counting, or NULL for an error.
-fn into_raw(policy: Result<Policy, Error>) -> *mut leveldb_bloom_policy {
+fn into_raw(policy: Result<AnyPolicy, Error>) -> *mut leveldb_bloom_policy {
     match policy {
-        Ok(policy) => Box::into_raw(leveldb_bloom_policy::new(Counted::uncounted(policy))),
+        Ok(policy) => Box::into_raw(leveldb_bloom_policy::new(policy, None)),
         Err(_) => std::ptr::null_mut(),
     }
 }
@@ -63,7 +66,7 @@ pub unsafe extern "C" fn leveldb_bloom_policy_counted(
     guard(std::ptr::null_mut(), || {
         // SAFETY: the caller guarantees NULL or a live policy.
         match unsafe { try_ref(policy) } {
-            Ok(p) => Box::into_raw(leveldb_bloom_policy::new(Counted::new(*p.counted.policy()))),
+            Ok(p) => Box::into_raw(leveldb_bloom_policy::new(p.policy, Some(Stats::new()))),
             Err(_) => std::ptr::null_mut(),
         }
     })
@@ -99,7 +102,7 @@ pub extern "C" fn leveldb_bloom_policy_create_compact(
     bits_per_key: f64,
 ) -> *mut leveldb_bloom_policy {
     guard(std::ptr::null_mut(), || {
-        into_raw(CompactPolicy::new(bits_per_key).map(Policy::Compact))
+        into_raw(CompactPolicy::new(bits_per_key).map(AnyPolicy::Compact))
     })
 }
 
@@ -124,8 +127,8 @@ pub extern "C" fn leveldb_bloom_policy_create_for_fp_rate(
         const BLOOM: c_int = leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_BLOOM as c_int;
         const COMPACT: c_int = leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_COMPACT as c_int;
         into_raw(match format {
-            BLOOM => BloomPolicy::for_fp_rate(target_fp_rate).map(Policy::Bloom),
-            COMPACT => CompactPolicy::for_fp_rate(target_fp_rate).map(Policy::Compact),
+            BLOOM => BloomPolicy::for_fp_rate(target_fp_rate).map(AnyPolicy::Bloom),
+            COMPACT => CompactPolicy::for_fp_rate(target_fp_rate).map(AnyPolicy::Compact),
             _ => return std::ptr::null_mut(),
         })
     })
@@ -141,9 +144,9 @@ pub unsafe extern "C" fn leveldb_bloom_policy_format(policy: *const leveldb_bloo
     guard(-1, || {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) };
-        policy.map_or(-1, |p| match p.counted.policy() {
-            Policy::Bloom(_) => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_BLOOM as c_int,
-            Policy::Compact(_) => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_COMPACT as c_int,
+        policy.map_or(-1, |p| match p.policy {
+            AnyPolicy::Bloom(_) => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_BLOOM as c_int,
+            AnyPolicy::Compact(_) => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_COMPACT as c_int,
         })
     })
 }
@@ -160,9 +163,9 @@ pub unsafe extern "C" fn leveldb_bloom_policy_bits_per_key(
     guard(-1.0, || {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) };
-        policy.map_or(-1.0, |p| match p.counted.policy() {
-            Policy::Bloom(p) => f64::from(p.bits_per_key()),
-            Policy::Compact(p) => p.bits_per_key(),
+        policy.map_or(-1.0, |p| match p.policy {
+            AnyPolicy::Bloom(p) => f64::from(p.bits_per_key()),
+            AnyPolicy::Compact(p) => p.bits_per_key(),
         })
     })
 }
@@ -207,7 +210,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_len(
     guard(0, || {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) };
-        policy.map_or(0, |p| p.counted.filter_len(num_keys).unwrap_or(0))
+        policy.map_or(0, |p| p.policy.filter_len(num_keys).unwrap_or(0))
     })
 }
 
@@ -217,6 +220,6 @@ mod tests {
 
     #[test]
     fn c_name_is_the_policy_name() {
-        assert_eq!(POLICY_NAME.to_str().unwrap(), crate::NAME);
+        assert_eq!(POLICY_NAME.to_str().unwrap(), leveldb_bloom::NAME);
     }
 }

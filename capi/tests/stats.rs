@@ -4,8 +4,8 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::ptr::{null, null_mut};
 
-use leveldb_bloom::ffi::leveldb_bloom_status::*;
-use leveldb_bloom::ffi::*;
+use leveldb_bloom_capi::leveldb_bloom_status::*;
+use leveldb_bloom_capi::*;
 
 fn stats_of(policy: *const leveldb_bloom_policy) -> leveldb_bloom_stats {
     let mut s = leveldb_bloom_stats::default();

@@ -323,11 +323,11 @@ impl<'a> KeyArray<'a> {
 macro_rules! with_keys {
     ($array:expr, |$keys:ident| $body:expr) => {
         match $array {
-            $crate::ffi::boundary::KeyArray::Split(split) => {
+            $crate::boundary::KeyArray::Split(split) => {
                 let $keys = split.iter();
                 $body
             }
-            $crate::ffi::boundary::KeyArray::Slices(slices) => {
+            $crate::boundary::KeyArray::Slices(slices) => {
                 let $keys = slices.iter();
                 $body
             }

@@ -7,7 +7,7 @@ use super::boundary::{Batch, leveldb_bloom_slice, try_mut};
 use super::boundary::{FfiResult, KeyArray, guard_status, try_filter, try_ref, with_keys};
 use super::handle::leveldb_bloom_policy;
 use super::status::leveldb_bloom_status::*;
-use crate::policy::FilterPolicy;
+use leveldb_bloom::FilterPolicy;
 
 /// Builds the filter for `num_keys` keys into `out`: for a Bloom policy byte-identical to
 /// LevelDB's `CreateFilter`, for a compact policy a compact filter
@@ -98,7 +98,7 @@ unsafe fn build_into(
     out_cap: usize,
     out_len: &mut usize,
 ) -> FfiResult<()> {
-    let needed = policy.counted.filter_len(keys.len())?;
+    let needed = policy.policy.filter_len(keys.len())?;
     if out_cap < needed {
         *out_len = needed;
         return Err(LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL);
@@ -107,7 +107,7 @@ unsafe fn build_into(
     // uninitialised); bytes past them stay untouched.
     // SAFETY: `out_cap >= needed` writable bytes at a non-NULL `out`, by the contract.
     let out = unsafe { try_zeroed_bytes_mut(out, needed) }?;
-    *out_len = with_keys!(keys, |keys| policy.counted.create_filter_into(keys, out))?;
+    *out_len = with_keys!(keys, |keys| policy.create_filter_into(keys, out))?;
     Ok(())
 }
 
@@ -145,10 +145,9 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match_batch(
         };
         // Every query counts: `results` has one per key.
         with_keys!(keys, |keys| policy
-            .counted
-            .policy()
+            .policy
             .keys_may_match(keys, filter, results));
-        policy.counted.count_queries(results);
+        policy.count_queries(results);
         Ok(())
     })
 }
