@@ -25,7 +25,25 @@ fn cxx() -> cc::Build {
     build
 }
 
+/// The tail jump with which the entry points pass their caller's return address on to the
+/// C++ bodies (lib.rs, `entry_points`), for the architectures that have one here: elsewhere
+/// the drop-in builds without it and cannot tell a caller's string layout.
+fn entry_jump() {
+    println!("cargo::rustc-check-cfg=cfg(entry_jump)");
+    let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let jump = match arch.as_str() {
+        "x86_64" | "x86" => "jmp",
+        "aarch64" | "arm" => "b",
+        "s390x" => "jg",
+        "riscv64" | "riscv32" => "tail",
+        _ => return,
+    };
+    println!("cargo::rustc-cfg=entry_jump");
+    println!("cargo::rustc-env=LEVELDB_BLOOM_DROPIN_JUMP={jump}");
+}
+
 fn main() {
+    entry_jump();
     println!("cargo:rerun-if-changed=src/policy.cc");
     println!("cargo:rerun-if-changed=src/entry.cc");
     println!("cargo:rerun-if-changed=../include/leveldb_bloom.h");

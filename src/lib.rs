@@ -31,6 +31,7 @@
 // (`bloom::lanes`, `compact::ribbon`).
 #![deny(unsafe_code)]
 
+mod any_policy;
 pub mod bloom;
 pub mod compact;
 mod cpu;
@@ -41,11 +42,12 @@ mod policy;
 mod remainder;
 mod stats;
 
+pub use any_policy::AnyPolicy;
 pub use bloom::BloomPolicy;
 pub use compact::CompactPolicy;
 pub use error::Error;
 pub use filter_block::{FILTER_BASE_LG, FilterBlockBuilder, FilterBlockReader};
-pub use policy::{AnyPolicy, FilterPolicy, NAME};
+pub use policy::{FilterPolicy, NAME};
 pub use stats::{Counted, Stats, StatsSnapshot, global_stats, reset_global_stats};
 
 /// The Rust example of `docs/bindings.md`, compiled and run by `cargo test` (doc tests) so

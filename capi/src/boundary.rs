@@ -80,6 +80,21 @@ pub(crate) unsafe fn try_ref<'a, T>(ptr: *const T) -> FfiResult<&'a T> {
     unsafe { ptr.as_ref() }.ok_or(LEVELDB_BLOOM_ERR_NULL_ARGUMENT)
 }
 
+/// A new object made by `make` from the object behind `from`, handed to the caller; NULL
+/// if `from` is NULL or `make` panics.
+///
+/// # Safety
+/// `from` is NULL or points to a live `S`.
+pub(crate) unsafe fn create_from<S, T>(from: *const S, make: impl FnOnce(&S) -> Box<T>) -> *mut T {
+    guard(std::ptr::null_mut(), || {
+        // SAFETY: the caller guarantees NULL or a live `S`.
+        match unsafe { try_ref(from) } {
+            Ok(from) => Box::into_raw(make(from)),
+            Err(_) => std::ptr::null_mut(),
+        }
+    })
+}
+
 /// The object behind `ptr` for mutation, or `NULL_ARGUMENT`.
 ///
 /// # Safety

@@ -2,9 +2,9 @@
 
 use std::ffi::{c_char, c_int};
 
-use super::boundary::try_slice;
 use super::boundary::{Batch, try_filter, try_mut, try_ref};
-use super::boundary::{KeyArray, destroy, guard, guard_query, guard_status, with_keys};
+use super::boundary::{KeyArray, destroy, guard_query, guard_status, with_keys};
+use super::boundary::{create_from, try_slice};
 use super::handle::{BlockBuilder, leveldb_bloom_policy, with_builder};
 use leveldb_bloom::FilterBlockReader;
 
@@ -29,15 +29,14 @@ pub struct leveldb_bloom_filter_block_builder {
 pub unsafe extern "C" fn leveldb_bloom_filter_block_builder_create(
     policy: *const leveldb_bloom_policy,
 ) -> *mut leveldb_bloom_filter_block_builder {
-    guard(std::ptr::null_mut(), || {
-        // SAFETY: the caller guarantees NULL or a live policy.
-        match unsafe { try_ref(policy) } {
-            Ok(policy) => Box::into_raw(Box::new(leveldb_bloom_filter_block_builder {
+    // SAFETY: the caller guarantees NULL or a live policy.
+    unsafe {
+        create_from(policy, |policy| {
+            Box::new(leveldb_bloom_filter_block_builder {
                 builder: policy.filter_block_builder(),
-            })),
-            Err(_) => std::ptr::null_mut(),
-        }
-    })
+            })
+        })
+    }
 }
 
 /// Announces a data block starting at `block_offset`, as LevelDB's table builder does

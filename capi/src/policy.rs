@@ -2,7 +2,7 @@
 
 use std::ffi::{CStr, c_char, c_int};
 
-use super::boundary::{destroy, guard, try_ref};
+use super::boundary::{create_from, destroy, guard, try_ref};
 pub use super::handle::leveldb_bloom_policy;
 use super::query::query_for;
 use leveldb_bloom::BloomPolicy;
@@ -63,13 +63,12 @@ fn into_raw(policy: Result<AnyPolicy, Error>) -> *mut leveldb_bloom_policy {
 pub unsafe extern "C" fn leveldb_bloom_policy_counted(
     policy: *const leveldb_bloom_policy,
 ) -> *mut leveldb_bloom_policy {
-    guard(std::ptr::null_mut(), || {
-        // SAFETY: the caller guarantees NULL or a live policy.
-        match unsafe { try_ref(policy) } {
-            Ok(p) => Box::into_raw(leveldb_bloom_policy::new(p.policy, Some(Stats::new()))),
-            Err(_) => std::ptr::null_mut(),
-        }
-    })
+    // SAFETY: the caller guarantees NULL or a live policy.
+    unsafe {
+        create_from(policy, |p| {
+            leveldb_bloom_policy::new(p.policy, Some(Stats::new()))
+        })
+    }
 }
 
 /// The filter formats a policy can build (`leveldb_bloom_policy_create_for_fp_rate`,

@@ -168,7 +168,7 @@ fn analyze_all(
             .file_name()
             .map_or_else(|| shown(file), |n| shown(Path::new(n)));
         bar.set_message(name.clone());
-        let limit = live.as_ref().map_or(u64::MAX, |t| t.size);
+        let limit = live.as_ref().map_or(u64::MAX, |t| t.file.size);
         let report = match files::read_regular_prefix(file, limit) {
             Ok((bytes, file_len)) => {
                 if live.is_none() && !crate::table::has_table_magic(&bytes) {
@@ -201,7 +201,7 @@ fn analyze_all(
             Err(e) => return Err(Failure::error(format!("{}: {e}", shown(file)))),
         };
         reports.push(TableReport {
-            level: live.as_ref().map(|t| t.level),
+            level: live.as_ref().map(|t| t.file.level),
             ..report
         });
         bar.inc(1);
@@ -216,33 +216,33 @@ fn analyze_all(
 /// are damage.
 fn against_manifest(live: &manifest::LiveTable, file_len: u64, report: &mut TableReport) {
     let mut problems = Vec::new();
-    if file_len < live.size {
+    if file_len < live.file.size {
         problems.push(report::Problem {
             offset: 0,
             what: format!(
                 "the file has {file_len} bytes, the MANIFEST says {} (LevelDB reads the footer \
                  there: truncated, or another file in its place?)",
-                live.size
+                live.file.size
             ),
             count: 1,
         });
-    } else if file_len > live.size && !report.problems.is_empty() {
+    } else if file_len > live.file.size && !report.problems.is_empty() {
         problems.push(report::Problem {
             offset: 0,
             what: format!(
                 "the file has {file_len} bytes, the MANIFEST says {}, and its first {} bytes \
                  are not the table LevelDB reads there (another file in its place?)",
-                live.size, live.size
+                live.file.size, live.file.size
             ),
             count: 1,
         });
-    } else if file_len > live.size {
+    } else if file_len > live.file.size {
         report.warnings.push(report::Problem {
-            offset: live.size,
+            offset: live.file.size,
             what: format!(
                 "{} bytes past the size the MANIFEST records ({}); LevelDB reads only those",
-                file_len - live.size,
-                live.size
+                file_len - live.file.size,
+                live.file.size
             ),
             count: 1,
         });
@@ -250,7 +250,7 @@ fn against_manifest(live: &manifest::LiveTable, file_len: u64, report: &mut Tabl
     let range = (report.first_key.as_deref(), report.last_key.as_deref());
     if report.problems.is_empty()
         && problems.is_empty()
-        && range != (Some(&live.smallest[..]), Some(&live.largest[..]))
+        && range != (Some(&live.file.smallest[..]), Some(&live.file.largest[..]))
     {
         let key = |k: Option<&[u8]>| k.map_or_else(|| "none".into(), short_hex);
         problems.push(report::Problem {
@@ -260,8 +260,8 @@ fn against_manifest(live: &manifest::LiveTable, file_len: u64, report: &mut Tabl
                  other keys here: another table in its place?)",
                 key(range.0),
                 key(range.1),
-                short_hex(&live.smallest),
-                short_hex(&live.largest)
+                short_hex(&live.file.smallest),
+                short_hex(&live.file.largest)
             ),
             count: 1,
         });

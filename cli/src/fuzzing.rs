@@ -1,6 +1,7 @@
-//! The entry points for libFuzzer of the table reader (`cpp_tests/fuzz/targets/table_reader.cc`)
-//! and the MANIFEST reader (`manifest_reader.cc`), compiled only with the `fuzzing` feature
-//! (`scripts/fuzz` builds it).
+//! The entry point for libFuzzer of the table reader (`cpp_tests/fuzz/targets/table_reader.cc`,
+//! a C++ harness because LevelDB judges every table the reader finds clean), compiled only
+//! with the `fuzzing` feature (`scripts/fuzz` builds it). The MANIFEST reader's target is
+//! Rust alone: `cli/fuzz`, cargo-fuzz's layout.
 
 use std::ffi::c_int;
 
@@ -38,26 +39,5 @@ pub unsafe extern "C" fn leveldb_bloom_cli_fuzz_table(
             unsafe { *entries = r.entries };
             c_int::from(r.problems.is_empty())
         }
-    }
-}
-
-/// Reads `len` bytes at `data` as a MANIFEST, as `verify` does. Returns the number of live
-/// tables, -1 if the MANIFEST is damaged, -2 if it is readable but not this tool's (another
-/// comparator).
-///
-/// # Safety
-/// `data` points to `len` readable bytes (or is anything when `len` is 0).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn leveldb_bloom_cli_fuzz_manifest(data: *const u8, len: usize) -> i64 {
-    let bytes = if len == 0 {
-        &[][..]
-    } else {
-        // SAFETY: the caller passes `len` readable bytes.
-        unsafe { std::slice::from_raw_parts(data, len) }
-    };
-    match crate::manifest::live_tables(bytes) {
-        Ok(tables) => tables.len() as i64,
-        Err(e) if e.damaged => -1,
-        Err(_) => -2,
     }
 }

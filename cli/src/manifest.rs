@@ -12,16 +12,10 @@ use std::path::{Path, PathBuf};
 use crate::files::{self, ReadError};
 use crate::table::{compare_internal_keys, unmask_crc, varint32};
 
-/// A table of the current version.
+/// A table of the current version: the MANIFEST's record of it, and its file's path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveTable {
-    pub level: u32,
-    pub number: u64,
-    /// The file's size as the MANIFEST records it: LevelDB reads the table's footer there.
-    pub size: u64,
-    /// The table's first and last internal keys, as the MANIFEST records them.
-    pub smallest: Vec<u8>,
-    pub largest: Vec<u8>,
+    pub file: NewFile,
     pub path: PathBuf,
 }
 
@@ -157,11 +151,13 @@ fn internal_key(data: &[u8], pos: &mut usize) -> Option<Vec<u8>> {
 }
 
 /// A table an edit adds.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewFile {
     pub level: u32,
     pub number: u64,
+    /// The file's size as the MANIFEST records it: LevelDB reads the table's footer there.
     pub size: u64,
+    /// The table's first and last internal keys, as the MANIFEST records them.
     pub smallest: Vec<u8>,
     pub largest: Vec<u8>,
 }
@@ -366,13 +362,9 @@ pub fn current_version(dir: &Path) -> Result<Version, Error> {
     })?;
     let live: Vec<LiveTable> = tables
         .into_iter()
-        .map(|f| LiveTable {
-            level: f.level,
-            number: f.number,
-            size: f.size,
-            path: table_path(dir, f.number),
-            smallest: f.smallest,
-            largest: f.largest,
+        .map(|file| LiveTable {
+            path: table_path(dir, file.number),
+            file,
         })
         .collect();
     let mut not_live = Vec::new();

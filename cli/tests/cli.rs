@@ -105,9 +105,7 @@ fn a_table_file_written_by_table_builder_holds_user_keys() {
 
 #[test]
 fn table_files_outside_the_current_version_are_listed_apart() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("db");
-    write_db(&dir, Some(NewFilters::Bloom(10)), true, 5000);
+    let (_tmp, dir, _) = bloom_db(5000);
     let live = live_tables(&dir);
     let stray = dir.join("999999.ldb");
     std::fs::copy(&live[0], &stray).unwrap();
@@ -138,9 +136,7 @@ fn assert_damage_found(dir: &Path, label: &str, damage: impl FnOnce(&mut Vec<u8>
 
 #[test]
 fn verify_finds_flipped_bytes_truncation_and_filters_that_lost_bits() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("db");
-    write_db(&dir, Some(NewFilters::Bloom(10)), true, 20_000);
+    let (_tmp, dir, _) = bloom_db(20_000);
     assert_damage_found(&dir, "flipped byte in a data block", |b| b[100] ^= 0x40);
     assert_damage_found(&dir, "flipped byte in the footer's magic", |b| {
         let n = b.len();
@@ -174,10 +170,8 @@ fn verify_finds_flipped_bytes_truncation_and_filters_that_lost_bits() {
 
 #[test]
 fn upgrade_to_compact_and_back_leaves_every_key_readable() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("db");
     let n = 30_000;
-    let expected = write_db(&dir, Some(NewFilters::Bloom(10)), true, n);
+    let (_tmp, dir, expected) = bloom_db(n);
     let d = dir.to_str().unwrap();
     for (format, kind) in [("compact", "compact_filters"), ("bloom", "bloom_filters")] {
         let out = run(&["upgrade", d, "--format", format, "--bits-per-key", "10"]);
@@ -227,9 +221,7 @@ fn usage_and_io_errors_exit_2() {
 
 #[test]
 fn a_damaged_manifest_is_an_error_naming_the_file_and_offset() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("db");
-    write_db(&dir, Some(NewFilters::Bloom(10)), true, 2000);
+    let (_tmp, dir, _) = bloom_db(2000);
     let current = std::fs::read_to_string(dir.join("CURRENT")).unwrap();
     let manifest = dir.join(current.trim());
     let mut bytes = std::fs::read(&manifest).unwrap();

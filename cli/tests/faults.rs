@@ -32,16 +32,8 @@ fn all_compact(dir: &Path) -> bool {
 
 /// A database like one LevelDB 1.22 wrote without a filter policy: `n` records of
 /// 100-byte values, compacted into a few tables, none with filters.
-fn unfiltered_db(dir: &Path, n: u64) -> Expected {
-    let mut expected = Expected::new();
-    let db = Db::open(dir, None, false, true).expect("create the database");
-    for i in 0..n {
-        let value = format!("{i:0>100}").into_bytes();
-        db.put(&key(i), &value).unwrap();
-        expected.insert(key(i), value);
-    }
-    db.compact_all();
-    expected
+fn old_unfiltered_db(dir: &Path, n: u64) -> Expected {
+    unfiltered_db(dir, n, |i| format!("{i:0>100}"))
 }
 
 fn dir_bytes(dir: &Path) -> u64 {
@@ -80,7 +72,7 @@ fn a_disk_that_fills_during_an_upgrade_never_reports_success() {
     let tmp = tempfile::tempdir().unwrap();
     let n = 200_000;
     let original = tmp.path().join("original");
-    let expected = unfiltered_db(&original, n);
+    let expected = old_unfiltered_db(&original, n);
     let size = dir_bytes(&original);
     let (mut failed, mut finished) = (0, 0);
     // From too little room to rewrite any table to plenty.
@@ -133,7 +125,7 @@ fn a_kill_at_any_moment_of_an_upgrade_leaves_every_record_readable() {
     let tmp = tempfile::tempdir().unwrap();
     let n = 60_000;
     let original = tmp.path().join("original");
-    let expected = unfiltered_db(&original, n);
+    let expected = old_unfiltered_db(&original, n);
     // How long an upgrade takes, uninterrupted.
     let timing = tmp.path().join("timing");
     copy_db(&original, &timing);
@@ -172,10 +164,8 @@ fn a_kill_at_any_moment_of_an_upgrade_leaves_every_record_readable() {
 #[test]
 #[ignore = "needs root to run the command as another user (scripts/test runs it)"]
 fn a_read_only_directory_is_an_error_and_left_alone() {
-    let tmp = tempfile::tempdir().unwrap();
     let n = 5000;
-    let dir = tmp.path().join("db");
-    let expected = write_db(&dir, Some(NewFilters::Bloom(10)), true, n);
+    let (tmp, dir, expected) = bloom_db(n);
     use std::os::unix::fs::PermissionsExt;
     for p in [tmp.path(), &dir] {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -217,10 +207,8 @@ fn a_read_only_directory_is_an_error_and_left_alone() {
 
 #[test]
 fn a_database_another_process_holds_is_refused_and_left_alone() {
-    let tmp = tempfile::tempdir().unwrap();
     let n = 2000;
-    let dir = tmp.path().join("db");
-    let expected = write_db(&dir, Some(NewFilters::Bloom(10)), true, n);
+    let (_tmp, dir, expected) = bloom_db(n);
     let before = inspect_json(&dir);
     let held = Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).unwrap();
     let out = run_bounded(&["upgrade", dir.to_str().unwrap(), "--format", "compact"]);
@@ -349,10 +337,8 @@ fn tables_swapped_truncated_or_removed_behind_the_manifest_are_damage() {
 
 #[test]
 fn symlinks_fifos_and_devices_in_a_tables_place() {
-    let tmp = tempfile::tempdir().unwrap();
     let n = 10_000;
-    let original = tmp.path().join("original");
-    let expected = write_db(&original, Some(NewFilters::Bloom(10)), true, n);
+    let (tmp, original, expected) = bloom_db(n);
     // What is put in the table's place, and the problem verify names (none: it reads).
     type Setup = (&'static str, fn(&Path, &Path), Option<&'static str>);
     let setups: Vec<Setup> = vec![
@@ -443,10 +429,8 @@ fn manifest_of(dir: &Path) -> PathBuf {
 
 #[test]
 fn current_and_manifest_are_read_as_strictly_as_leveldb_reads_them() {
-    let tmp = tempfile::tempdir().unwrap();
     let n = 3000;
-    let original = tmp.path().join("original");
-    let expected = write_db(&original, Some(NewFilters::Bloom(10)), true, n);
+    let (tmp, original, expected) = bloom_db(n);
     let case = |label: &str, damage: &dyn Fn(&Path)| {
         let dir = tmp.path().join(label.replace(' ', "-"));
         copy_db(&original, &dir);
@@ -562,9 +546,7 @@ fn a_bad_filter_handle_is_a_warning_not_damage() {
 
 #[test]
 fn settings_are_checked_before_any_work_and_messages_say_what_happened() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("db");
-    write_db(&dir, Some(NewFilters::Bloom(10)), true, 2000);
+    let (_tmp, dir, _) = bloom_db(2000);
     let d = dir.to_str().unwrap();
     for (format, bits) in [
         ("compact", "40"),
@@ -607,7 +589,7 @@ fn upgrade_rewrites_tables_without_filters_and_at_other_bits_per_key() {
     // Tables without filters (LevelDB 1.22), then some with Bloom filters at 10.
     let dir = tmp.path().join("db");
     let n = 20_000;
-    let expected = unfiltered_db(&dir, n);
+    let expected = old_unfiltered_db(&dir, n);
     {
         let db = Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).unwrap();
         for i in n..n + 5000 {

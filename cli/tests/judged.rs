@@ -21,18 +21,16 @@ fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// A database of `n` records without filters (so that only the checks under test can find
-/// what is wrong), uncompressed (so that blocks can be edited in place).
-fn plain_db(dir: &Path, n: u64) -> Expected {
-    let mut expected = Expected::new();
-    let db = Db::open(dir, None, false, true).expect("create the database");
-    for i in 0..n {
-        let value = format!("value-{i:06}").into_bytes();
-        db.put(&key(i), &value).unwrap();
-        expected.insert(key(i), value);
-    }
-    db.compact_all();
-    expected
+/// The command run on the database `dir` with `args` first; it must exit with `code`.
+fn run_on(args: &[&str], dir: &Path, code: i32, label: &str) -> std::process::Output {
+    let out = run_bounded(&[args, &[path_str(dir)]].concat());
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{label}: {args:?}: {}",
+        text(&out)
+    );
+    out
 }
 
 fn varint(mut v: u64, out: &mut Vec<u8>) {
@@ -102,7 +100,8 @@ fn keys_out_of_order_and_separators_below_their_block_are_damage() {
     let tmp = tempfile::tempdir().unwrap();
     let n = 3000;
     let original = tmp.path().join("original");
-    let expected = plain_db(&original, n);
+    // Without filters, so that only the checks under test can find what is wrong.
+    let expected = unfiltered_db(&original, n, |i| format!("value-{i:06}"));
     assert_eq!(
         run_bounded(&["verify", path_str(&original)]).status.code(),
         Some(0)
@@ -205,10 +204,8 @@ fn manifest_records(dir: &Path) -> Vec<Vec<u8>> {
 
 #[test]
 fn a_zeroed_block_inside_a_fragmented_manifest_record_is_damage() {
-    let tmp = tempfile::tempdir().unwrap();
     let n = 2000;
-    let original = tmp.path().join("original");
-    let expected = write_db(&original, Some(NewFilters::Bloom(10)), true, n);
+    let (tmp, original, expected) = bloom_db(n);
     // The MANIFEST's records again, with a valid edit of 80,000 bytes (previous log numbers)
     // that spans three blocks.
     let mut records = manifest_records(&original);
@@ -258,24 +255,22 @@ fn append_edit(dir: &Path, edit: Vec<u8>) {
 
 #[test]
 fn what_leveldb_aborts_on_is_damage_and_never_handed_to_leveldb() {
-    let tmp = tempfile::tempdir().unwrap();
-    let original = tmp.path().join("original");
-    write_db(&original, Some(NewFilters::Bloom(10)), true, 3000);
+    let (tmp, original, _) = bloom_db(3000);
     let version = leveldb_bloom_cli::manifest::current_version(&original).unwrap();
     let deep = version
         .live
         .iter()
-        .find(|t| t.level > 0)
+        .find(|t| t.file.level > 0)
         .expect("a table above level 0")
         .clone();
 
     // A second table over the same keys in the same level (Debian's LevelDB asserts at open,
     // version_set.cc), and a next file number LevelDB cannot go past (it aborts).
     let mut overlapping = vec![7];
-    varint(u64::from(deep.level), &mut overlapping);
+    varint(u64::from(deep.file.level), &mut overlapping);
     varint(999_999, &mut overlapping);
-    varint(deep.size, &mut overlapping);
-    for key in [&deep.smallest, &deep.largest] {
+    varint(deep.file.size, &mut overlapping);
+    for key in [&deep.file.smallest, &deep.file.largest] {
         varint(key.len() as u64, &mut overlapping);
         overlapping.extend_from_slice(key);
     }
@@ -292,13 +287,7 @@ fn what_leveldb_aborts_on_is_damage_and_never_handed_to_leveldb() {
         append_edit(&dir, edit);
         let before = std::fs::read(manifest_of(&dir)).unwrap();
         for args in [vec!["verify"], vec!["upgrade", "--format", "compact"]] {
-            let out = run_bounded(&[&args[..], &[path_str(&dir)]].concat());
-            assert_eq!(
-                out.status.code(),
-                Some(1),
-                "{label}: {args:?}: {}",
-                text(&out)
-            );
+            let out = run_on(&args, &dir, 1, label);
             assert!(out_of(&out).contains(said), "{label}: {}", text(&out));
         }
         assert_eq!(
@@ -311,10 +300,8 @@ fn what_leveldb_aborts_on_is_damage_and_never_handed_to_leveldb() {
 
 #[test]
 fn what_leveldb_reads_in_full_passes() {
-    let tmp = tempfile::tempdir().unwrap();
     let n = 3000;
-    let original = tmp.path().join("original");
-    let expected = write_db(&original, Some(NewFilters::Bloom(10)), true, n);
+    let (tmp, original, expected) = bloom_db(n);
     type Change = Box<dyn Fn(&Path)>;
     let cases: Vec<(&str, Change, Option<&str>)> = vec![
         (
@@ -396,10 +383,8 @@ fn what_leveldb_reads_in_full_passes() {
 
 #[test]
 fn a_database_whose_every_key_is_deleted_upgrades_in_one_run() {
-    let tmp = tempfile::tempdir().unwrap();
     let n = 3000;
-    let dir = tmp.path().join("db");
-    write_db(&dir, Some(NewFilters::Bloom(10)), true, n);
+    let (_tmp, dir, _) = bloom_db(n);
     let db = Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).unwrap();
     for i in 0..n {
         db.delete(&key(i)).unwrap();
@@ -417,9 +402,7 @@ fn a_database_whose_every_key_is_deleted_upgrades_in_one_run() {
 
 #[test]
 fn a_table_copied_out_of_its_database_reads_as_what_it_is() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("db");
-    write_db(&dir, Some(NewFilters::Bloom(10)), true, 3000);
+    let (tmp, dir, _) = bloom_db(3000);
     let copied = tmp.path().join("copied.ldb");
     std::fs::copy(live_tables(&dir).remove(0), &copied).unwrap();
     let out = run_bounded(&["verify", path_str(&copied)]);
@@ -492,13 +475,7 @@ fn a_database_being_written_is_in_use_never_damaged() {
             vec!["inspect"],
             vec!["upgrade", "--format", "compact"],
         ] {
-            let out = run_bounded(&[&args[..], &[path_str(&dir)]].concat());
-            assert_eq!(
-                out.status.code(),
-                Some(2),
-                "round {round}: {args:?}: {}",
-                text(&out)
-            );
+            let out = run_on(&args, &dir, 2, &format!("round {round}"));
             assert!(out_of(&out).contains("in use"), "{}", text(&out));
         }
     }

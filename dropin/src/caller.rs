@@ -37,24 +37,10 @@ pub(crate) enum StringAbi {
     Old,
 }
 
-/// LevelDB's functions whose mangled names say its string layout.
-const LEVELDB_SIGNATURES: [(&[u8], StringAbi); 6] = [
-    (
-        b"_ZN7leveldb2DB4OpenERKNS_7OptionsERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEPPS0_",
-        StringAbi::Cxx11,
-    ),
-    (
-        b"_ZN7leveldb2DB4OpenERKNS_7OptionsERKSsPPS0_",
-        StringAbi::Old,
-    ),
-    (
-        b"_ZN7leveldb9DestroyDBERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEERKNS_7OptionsE",
-        StringAbi::Cxx11,
-    ),
-    (b"_ZN7leveldb9DestroyDBERKSsRKNS_7OptionsE", StringAbi::Old),
-    (b"_ZNK7leveldb6Status8ToStringB5cxx11Ev", StringAbi::Cxx11),
-    (b"_ZNK7leveldb6Status8ToStringEv", StringAbi::Old),
-];
+/// `leveldb::Status::ToString()` with the old string: it returns a `std::string`, which a
+/// mangled name shows only by the C++11 layout's ABI tag (`...ToStringB5cxx11Ev`), so the
+/// old layout's name carries no mark of its own.
+const OLD_STRING_STATUS_TO_STRING: &[u8] = b"_ZNK7leveldb6Status8ToStringEv";
 
 /// Marks of a `std::string` in a mangled signature, per layout: the C++11 type (or its ABI
 /// tag on a function returning it), and the old type's abbreviation `Ss` as a parameter
@@ -76,8 +62,8 @@ include!(concat!(env!("OUT_DIR"), "/own_string_imports.rs"));
 
 /// The layout a LevelDB function's mangled name shows, if it is one and shows one.
 fn leveldb_signature(name: &[u8]) -> Option<StringAbi> {
-    if let Some(&(_, abi)) = LEVELDB_SIGNATURES.iter().find(|(n, _)| *n == name) {
-        return Some(abi);
+    if name == OLD_STRING_STATUS_TO_STRING {
+        return Some(StringAbi::Old);
     }
     if !(name.starts_with(b"_ZN7leveldb") || name.starts_with(b"_ZNK7leveldb")) {
         return None;

@@ -45,53 +45,21 @@ unsafe extern "C-unwind" {
     fn leveldb_bloom_dropin_entry_filter_policy_create(bits_per_key: c_int) -> *const c_void;
 }
 
-/// A naked function's body: a jump to `$body`, which then sees the program's return address
-/// as its own. (rustc exports only Rust's symbols from the library, so the C++ bodies are
-/// reached through these.)
-#[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-macro_rules! jump_to {
-    ($body:path) => {
-        core::arch::naked_asm!("jmp {}", sym $body)
-    };
-}
-#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
-macro_rules! jump_to {
-    ($body:path) => {
-        core::arch::naked_asm!("b {}", sym $body)
-    };
-}
-#[cfg(target_arch = "s390x")]
-macro_rules! jump_to {
-    ($body:path) => {
-        core::arch::naked_asm!("jg {}", sym $body)
-    };
-}
-#[cfg(any(target_arch = "riscv64", target_arch = "riscv32"))]
-macro_rules! jump_to {
-    ($body:path) => {
-        core::arch::naked_asm!("tail {}", sym $body)
-    };
-}
+/// The entry points, where the architecture has a tail jump (`cfg(entry_jump)`, set by
+/// build.rs): naked functions that jump to the C++ bodies, which then see the program's
+/// return address as their own. (rustc exports only Rust's symbols from the library, so the
+/// C++ bodies are reached through these.)
+#[cfg(entry_jump)]
+mod entry_points {
+    use super::*;
 
-/// The architectures whose entry points jump to the C++ bodies ([`jump_to`]).
-macro_rules! with_jumps {
-    ($($item:item)*) => {
-        $(
-            #[cfg(any(
-                target_arch = "x86_64",
-                target_arch = "x86",
-                target_arch = "aarch64",
-                target_arch = "arm",
-                target_arch = "s390x",
-                target_arch = "riscv64",
-                target_arch = "riscv32"
-            ))]
-            $item
-        )*
-    };
-}
+    /// A naked function's body: the jump to `$body`.
+    macro_rules! jump_to {
+        ($body:path) => {
+            core::arch::naked_asm!(concat!(env!("LEVELDB_BLOOM_DROPIN_JUMP"), " {}"), sym $body)
+        };
+    }
 
-with_jumps! {
     /// `leveldb::NewBloomFilterPolicy(int)`, under its Itanium C++ ABI name: the signature
     /// is the same at the machine level (an int in, a pointer out).
     #[unsafe(naked)]
@@ -116,16 +84,8 @@ with_jumps! {
 /// Elsewhere the entry points cannot pass on their caller's address: the drop-in cannot
 /// tell which string a LevelDB was built with, so each keeps its own policy (said once on
 /// standard error and in the statistics file), never a guess.
-#[cfg(not(any(
-    target_arch = "x86_64",
-    target_arch = "x86",
-    target_arch = "aarch64",
-    target_arch = "arm",
-    target_arch = "s390x",
-    target_arch = "riscv64",
-    target_arch = "riscv32"
-)))]
-mod without_jumps {
+#[cfg(not(entry_jump))]
+mod entry_points {
     use super::*;
 
     #[unsafe(export_name = "_ZN7leveldb20NewBloomFilterPolicyEi")]

@@ -117,6 +117,30 @@ pub fn write_db(dir: &Path, filters: Option<NewFilters>, snappy: bool, n: u64) -
     expected
 }
 
+/// A database of `n` records (values made by `value`) without filters, uncompressed (so
+/// that blocks can be edited in place), compacted into a few tables.
+pub fn unfiltered_db(dir: &Path, n: u64, value: impl Fn(u64) -> String) -> Expected {
+    let mut expected = Expected::new();
+    let db = Db::open(dir, None, false, true).expect("create the database");
+    for i in 0..n {
+        let value = value(i).into_bytes();
+        db.put(&key(i), &value).unwrap();
+        expected.insert(key(i), value);
+    }
+    db.compact_all();
+    expected
+}
+
+/// A scratch directory holding, at `<scratch>/db`, a database of `n` records that stock
+/// LevelDB wrote with its Bloom filters (10 bits per key, snappy) as [`write_db`] writes
+/// them; and what every key reads.
+pub fn bloom_db(n: u64) -> (tempfile::TempDir, PathBuf, Expected) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let expected = write_db(&dir, Some(NewFilters::Bloom(10)), true, n);
+    (tmp, dir, expected)
+}
+
 /// How many of `expected`'s records (of keys `key(0..n)`) stock LevelDB, with its own Bloom
 /// policy (which answers compact filters "may match"), reads back as they should be;
 /// `Err` with LevelDB's message if it cannot open the database.
