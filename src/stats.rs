@@ -2,11 +2,11 @@
 //! totals of every counting policy ([`global_stats`]).
 //!
 //! Counting sits on the query path, so it must cost little even when every thread queries
-//! the same policy. Every [`Stats`] has 16 stripes of counters, each on cache lines of its
+//! the same policy. Every [`Stats`] has 64 stripes of counters, each on cache lines of its
 //! own; a thread counts in the stripe its stack's address picks, with relaxed atomic adds.
 //! Threads whose stacks hash apart share no line; threads that share a stripe still lose no
-//! count. (docs/performance-notes.md, "Statistics", measures this design against owned,
-//! unlocked shards: no slower at 1 to 32 threads.) Reading sums the stripes; a reset records
+//! count. (docs/performance-notes.md, "Statistics", compares this design with owned,
+//! unlocked shards at 1 to 32 threads.) Reading sums the stripes; a reset records
 //! a baseline instead of zeroing, so the process-wide totals keep what was counted.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
