@@ -72,7 +72,7 @@ unsafe fn malloc_filter(
     let num_keys = usize::try_from(num_keys).map_err(|_| LEVELDB_BLOOM_ERR_INVALID_ARGUMENT)?;
     // SAFETY: forwarded from this function's contract.
     let (policy, keys) = unsafe { (try_ref(policy)?, KeyArray::split(keys, key_lens, num_keys)?) };
-    let len = policy.policy.filter_len(num_keys)?;
+    let len = policy.format.filter_len(num_keys)?;
     // calloc: the bytes must be initialised before they become a slice.
     // SAFETY: calloc has no preconditions; a NULL result is handled.
     let buffer = unsafe { libc::calloc(len, 1) }.cast::<u8>();

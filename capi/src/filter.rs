@@ -98,7 +98,7 @@ unsafe fn build_into(
     out_cap: usize,
     out_len: &mut usize,
 ) -> FfiResult<()> {
-    let needed = policy.policy.filter_len(keys.len())?;
+    let needed = policy.format.filter_len(keys.len())?;
     if out_cap < needed {
         *out_len = needed;
         return Err(LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL);
@@ -145,7 +145,7 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match_batch(
         };
         // Every query counts: `results` has one per key.
         with_keys!(keys, |keys| policy
-            .policy
+            .format
             .keys_may_match(keys, filter, results));
         policy.count_queries(results);
         Ok(())

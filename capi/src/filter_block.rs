@@ -153,7 +153,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match(
         };
         // Every query counts, those that no filter answers included: the reader asks the
         // policy uncounted.
-        let reader = FilterBlockReader::new(&policy.policy, block);
+        let reader = FilterBlockReader::new(&policy.format, block);
         let may_match = reader.key_may_match(block_offset, key);
         policy.count_queries(&[may_match]);
         Ok(may_match)
@@ -194,7 +194,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match_batch(
                 KeyArray::split(keys, key_lens, num_keys)?,
             )
         };
-        let reader = FilterBlockReader::new(&policy.policy, block);
+        let reader = FilterBlockReader::new(&policy.format, block);
         with_keys!(keys, |keys| reader
             .keys_may_match(offsets.iter().copied().zip(keys), results));
         policy.count_queries(results);

@@ -19,7 +19,8 @@ pub struct leveldb_bloom_policy {
     /// How `leveldb_bloom_key_may_match` answers for this policy, chosen when it is made,
     /// so that a single-key query branches on nothing but its arguments' checks.
     pub(crate) query: Query,
-    pub(crate) policy: AnyPolicy,
+    /// The policy of the format chosen at creation, which builds and answers.
+    pub(crate) format: AnyPolicy,
     /// The counts of a counting policy (`leveldb_bloom_policy_counted`), shared with the
     /// filter block builders made from it; `None` for a policy that counts nothing.
     pub(crate) stats: Option<Stats>,
@@ -33,7 +34,7 @@ impl leveldb_bloom_policy {
     {
         let keys = keys.into_iter();
         let num_keys = keys.len();
-        let len = self.policy.create_filter_into(keys, out)?;
+        let len = self.format.create_filter_into(keys, out)?;
         if let Some(stats) = &self.stats {
             stats.record_filter(num_keys);
         }
@@ -60,9 +61,9 @@ impl leveldb_bloom_policy {
     /// A filter block builder whose filters count as this policy's.
     pub(crate) fn filter_block_builder(&self) -> BlockBuilder {
         match &self.stats {
-            None => BlockBuilder::Uncounted(FilterBlockBuilder::new(self.policy)),
+            None => BlockBuilder::Uncounted(FilterBlockBuilder::new(self.format)),
             Some(stats) => BlockBuilder::Counted(FilterBlockBuilder::new(Counted::with_stats(
-                self.policy,
+                self.format,
                 stats.clone(),
             ))),
         }

@@ -16,7 +16,7 @@ impl leveldb_bloom_policy {
         let query = query_for(&policy, stats.is_some());
         Box::new(leveldb_bloom_policy {
             query,
-            policy,
+            format: policy,
             stats,
         })
     }
@@ -66,7 +66,7 @@ pub unsafe extern "C" fn leveldb_bloom_policy_counted(
     // SAFETY: the caller guarantees NULL or a live policy.
     unsafe {
         create_from(policy, |p| {
-            leveldb_bloom_policy::new(p.policy, Some(Stats::new()))
+            leveldb_bloom_policy::new(p.format, Some(Stats::new()))
         })
     }
 }
@@ -143,7 +143,7 @@ pub unsafe extern "C" fn leveldb_bloom_policy_format(policy: *const leveldb_bloo
     guard(-1, || {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) };
-        policy.map_or(-1, |p| match p.policy {
+        policy.map_or(-1, |p| match p.format {
             AnyPolicy::Bloom(_) => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_BLOOM as c_int,
             AnyPolicy::Compact(_) => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_COMPACT as c_int,
         })
@@ -162,7 +162,7 @@ pub unsafe extern "C" fn leveldb_bloom_policy_bits_per_key(
     guard(-1.0, || {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) };
-        policy.map_or(-1.0, |p| match p.policy {
+        policy.map_or(-1.0, |p| match p.format {
             AnyPolicy::Bloom(p) => f64::from(p.bits_per_key()),
             AnyPolicy::Compact(p) => p.bits_per_key(),
         })
@@ -209,7 +209,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_len(
     guard(0, || {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) };
-        policy.map_or(0, |p| p.policy.filter_len(num_keys).unwrap_or(0))
+        policy.map_or(0, |p| p.format.filter_len(num_keys).unwrap_or(0))
     })
 }
 

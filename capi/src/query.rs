@@ -138,7 +138,7 @@ query!(
 query!(
     /// An uncounted compact policy.
     compact,
-    |policy, key, filter| policy.policy.key_may_match(key, filter)
+    |policy, key, filter| policy.format.key_may_match(key, filter)
 );
 
 query!(
@@ -158,5 +158,5 @@ query!(
 query!(
     /// A counted compact policy.
     counted,
-    |policy, key, filter| policy.count_query(policy.policy.key_may_match(key, filter))
+    |policy, key, filter| policy.count_query(policy.format.key_may_match(key, filter))
 );
