@@ -3,21 +3,30 @@
 // libxxhash's hashes and the format's rules predict.
 //
 // The Rust hash is not part of the C API, so it is observed through the filters. The builder
-// writes the format of docs/compact-format.md ("Layout", "A key's equation"; the
-// "Format rule" comments in src/compact/ribbon.rs): with params the filter's second-to-last
-// byte, P = 8 * (length - 2) payload bits, r = params % 32 + 1, seed = params / 32,
-// m = P / r slots, w = min(m, 32) below 1024 slots else 57, a key with hash h has
+// writes the format of docs/compact-format.md ("Layout", "A key's equations", "Query"; the
+// "Format rule" comments in src/compact/ribbon.rs), restated here without any of our code:
+// a filter of len bytes has a trailer of t = 2 bytes below 48, else 3; P = 8 * (len - t)
+// payload bits; v the byte before the marker (short form) or the two before it, little-endian
+// (long form); r = v % 32 + 1, seed = (v / 32) % 4; m0 = P / r; short form: share 2,
+// m = m0 - (v / 128) * min(m0, max(1, m0 / 16)); long form: share = (v / 128) % 4,
+// m = m0 - m0 * (v / 512) / 512; e = P - r * m; w = min(m, 57), we = min(max(e, 1), 57).
+// A key with hash h has
 //   a = (h ^ seed * 0x9e3779b97f4a7c15) * 0xd6e8feb86659fd93,
 //   start = (a * (m - w + 1)) >> 64 (128-bit product),
 //   coefficients = ((a * 0xbf58476d1ce4e5b9) >> (64 - w)) | 1,
-//   result = (a * 0x94d049bb133111eb) >> (64 - r),
+//   R = a * 0x94d049bb133111eb, result = R >> (64 - r), extra result bit 31 of R,
+//   held by the extra part iff (R % 2^31) * m < e * {16, 14, 12, 8}[share] * 2^27,
+//   g = a * 0xff51afd7ed558ccd, extra start = (g * (max(e, 1) - we + 1)) >> 64,
+//   extra coefficients = ((g * 0xbf58476d1ce4e5b9) >> (64 - we)) | 1,
 // and may match iff for every column j < r the XOR of the payload bits j*m + start + i over
-// the set bits i of coefficients is bit j of result. With h from libxxhash, the answer to
-// every query is predicted without any of our code; a key whose Rust hash differed from
-// libxxhash's would get a wrong answer whenever exactly one of the two equations holds, so
-// filters with few result bits (a quarter or more of absent keys hit) catch a difference at
-// any key length, and single-key filters at 32 bits per key (29 equation bits) check pairs of
-// keys whose libxxhash equations coincide (a different hash would almost never match them).
+// the set bits i of coefficients is bit j of result, and, if the extra part holds it, the
+// XOR of the payload bits r*m + extra start + i over the extra coefficients is the extra
+// result. With h from libxxhash, the answer to every query is predicted without any of our
+// code; a key whose Rust hash differed from libxxhash's would get a wrong answer whenever
+// exactly one of the two equations holds, so filters with few result bits (a quarter or more
+// of absent keys hit) catch a difference at any key length, and single-key filters at 32 bits
+// per key (29 equation bits) check pairs of keys whose libxxhash equations coincide (a
+// different hash would almost never match them).
 //
 // tests/xxh3_oracle.rs compares the full 64-bit values with libxxhash directly.
 //
@@ -49,10 +58,10 @@ uint64_t reference_hash(const std::string& key) {
   return XXH3_64bits(key.data(), key.size());
 }
 
-// What a ribbon filter's length and params byte fix (format rules above).
+// What a ribbon filter's length and trailer fix (format rules above).
 struct Shape {
-  bool ribbon = false;  // last byte 31 and length >= 2
-  uint64_t r = 0, seed = 0, m = 0, w = 0;
+  bool ribbon = false;  // last byte 31 and length >= the trailer's
+  uint64_t r = 0, seed = 0, share = 0, m = 0, w = 0, e = 0, we = 0;
 };
 
 struct Equation {
@@ -62,40 +71,73 @@ struct Equation {
   }
 };
 
+struct KeyEquations {
+  Equation main, extra;
+  bool held = false;
+};
+
 Shape shape_of(const std::string& filter) {
   Shape s;
-  if (filter.size() < 2 || static_cast<unsigned char>(filter.back()) != 31) return s;
+  const size_t len = filter.size();
+  const size_t t = len < 48 ? 2 : 3;
+  if (len < t || static_cast<unsigned char>(filter.back()) != 31) return s;
   s.ribbon = true;
-  const unsigned params = static_cast<unsigned char>(filter[filter.size() - 2]);
-  s.r = params % 32 + 1;
-  s.seed = params / 32;
-  s.m = (filter.size() - 2) * 8 / s.r;
-  s.w = s.m < 1024 ? std::min<uint64_t>(s.m, 32) : 57;
+  const uint64_t v = t == 2 ? static_cast<unsigned char>(filter[len - 2])
+                            : static_cast<unsigned char>(filter[len - 3]) +
+                                  256 * uint64_t{static_cast<unsigned char>(filter[len - 2])};
+  const uint64_t p = (len - t) * 8;
+  s.r = v % 32 + 1;
+  s.seed = (v / 32) % 4;
+  const uint64_t m0 = p / s.r;
+  if (t == 2) {
+    s.share = 2;
+    s.m = m0 - (v / 128) * std::min<uint64_t>(m0, std::max<uint64_t>(1, m0 / 16));
+  } else {
+    s.share = (v / 128) % 4;
+    s.m = m0 - static_cast<uint64_t>(static_cast<u128>(m0) * (v / 512) / 512);
+  }
+  s.e = p - s.r * s.m;
+  s.w = std::min<uint64_t>(s.m, 57);
+  s.we = std::min<uint64_t>(std::max<uint64_t>(s.e, 1), 57);
   return s;
 }
 
-Equation equation_of(const Shape& s, uint64_t h) {
+KeyEquations equation_of(const Shape& s, uint64_t h) {
   const uint64_t a = (h ^ s.seed * 0x9e3779b97f4a7c15ull) * 0xd6e8feb86659fd93ull;
-  Equation e;
-  e.start = static_cast<uint64_t>((static_cast<u128>(a) * (s.m - s.w + 1)) >> 64);
-  e.coefficients = ((a * 0xbf58476d1ce4e5b9ull) >> (64 - s.w)) | 1;
-  e.result = (a * 0x94d049bb133111ebull) >> (64 - s.r);
-  return e;
+  KeyEquations k;
+  k.main.start = static_cast<uint64_t>((static_cast<u128>(a) * (s.m - s.w + 1)) >> 64);
+  k.main.coefficients = ((a * 0xbf58476d1ce4e5b9ull) >> (64 - s.w)) | 1;
+  const uint64_t big_r = a * 0x94d049bb133111ebull;
+  k.main.result = big_r >> (64 - s.r);
+  k.extra.result = (big_r >> 31) & 1;
+  const uint64_t shares[] = {16, 14, 12, 8};
+  k.held = static_cast<u128>(big_r % (uint64_t{1} << 31)) * s.m <
+           static_cast<u128>(s.e) * shares[s.share] * (uint64_t{1} << 27);
+  const uint64_t g = a * 0xff51afd7ed558ccdull;
+  k.extra.start =
+      static_cast<uint64_t>((static_cast<u128>(g) * (std::max<uint64_t>(s.e, 1) - s.we + 1)) >> 64);
+  k.extra.coefficients = ((g * 0xbf58476d1ce4e5b9ull) >> (64 - s.we)) | 1;
+  return k;
 }
 
 // The format's answer for a key of hash `h`, bit by bit.
 bool predicted(const std::string& filter, const Shape& s, uint64_t h) {
   if (s.m == 0) return true;
-  const Equation e = equation_of(s, h);
+  const KeyEquations k = equation_of(s, h);
   auto bit = [&](uint64_t j) { return (static_cast<unsigned char>(filter[j / 8]) >> (j % 8)) & 1; };
-  for (uint64_t j = 0; j < s.r; j++) {
-    unsigned parity = 0;
-    for (uint64_t i = 0; i < s.w; i++) {
-      if ((e.coefficients >> i) & 1) parity ^= bit(j * s.m + e.start + i);
+  auto parity = [&](uint64_t from, uint64_t coefficients, uint64_t width) {
+    unsigned p = 0;
+    for (uint64_t i = 0; i < width; i++) {
+      if ((coefficients >> i) & 1) p ^= bit(from + i);
     }
-    if (parity != ((e.result >> j) & 1)) return false;
+    return p;
+  };
+  for (uint64_t j = 0; j < s.r; j++) {
+    if (parity(j * s.m + k.main.start, k.main.coefficients, s.w) != ((k.main.result >> j) & 1)) {
+      return false;
+    }
   }
-  return true;
+  return !k.held || parity(s.r * s.m + k.extra.start, k.extra.coefficients, s.we) == k.extra.result;
 }
 
 std::string compact_filter(const leveldb_bloom_policy* policy,
@@ -205,8 +247,10 @@ TEST(Xxh3Oracle, CoincidingEquationsMatch) {
   std::printf("xxh3_test: 1-key filters: r %llu, m %llu, w %llu\n",
               static_cast<unsigned long long>(shape.r), static_cast<unsigned long long>(shape.m),
               static_cast<unsigned long long>(shape.w));
+  // One key, no extra slot: a key's whole equation is its main one.
+  ASSERT_EQ(shape.e, 0u);
   auto fingerprint = [&](uint64_t h) {
-    const Equation e = equation_of(shape, h);
+    const Equation e = equation_of(shape, h).main;
     return e.start << 60 ^ e.coefficients << 32 ^ e.result;
   };
 

@@ -234,12 +234,13 @@ leveldb_bloom_policy *leveldb_bloom_policy_counted(const leveldb_bloom_policy *p
 
 /**
  * Creates a compact-format policy (opt-in). Its filters are as long as LevelDB's Bloom
- * filters at the same bits per key, with far fewer false positives: at 10 bits per key a
- * few tenths of a percent where LevelDB's reach about one percent (`docs/compact-format.md`
- * gives the rate of every filter, `2^-r`; `docs/benchmarks.md` measures both); their last byte, 31, makes stock LevelDB, and Bloom policies of this library,
- * answer "may match", so a database written with it stays readable everywhere. (Below
- * about 1.2 bits per key no filter fits and the filter is all zero, which every reader,
- * LevelDB included, also answers "may match".)
+ * filters at the same bits per key, with far fewer false positives: at 10 bits per key
+ * about 0.15% where LevelDB's reach about one percent (`docs/compact-format.md` gives the
+ * rate of every filter, `2^-r (1 - f/2)`; `docs/benchmarks.md` measures both); their last
+ * byte, 31, makes stock LevelDB, and Bloom policies of this library, answer "may match", so
+ * a database written with it stays readable everywhere. (Below about 1.5 bits per key no
+ * filter fits and the filter is all zero, which every reader, LevelDB included, also
+ * answers "may match".)
  * The policy keeps LevelDB's name, `"leveldb.BuiltinBloomFilter2"`, and answers LevelDB's
  * Bloom filters exactly as LevelDB does, so existing tables keep their filters.
  *
@@ -252,15 +253,15 @@ leveldb_bloom_policy *leveldb_bloom_policy_create_compact(double bits_per_key);
  * Creates a policy of `format` (a `leveldb_bloom_format` value) with the fewest bits per
  * key expected to give at most `target_fp_rate` false positives: for Bloom the smallest
  * whole bits per key (1 to 100) whose standard model `(1 - e^(-k/b))^k` reaches it (LevelDB's
- * filters measure somewhat worse); for compact the bits per key that give filters of 50 or
- * more keys `r = ceil(log2(1/target))` result bits, a rate of `2^-r`, at most the target
- * (`13/12 r + (r + 8) / 50` bits per key; smaller filters may get fewer result bits, twice
- * the rate for each).
+ * filters measure somewhat worse); for compact the fewest bits per key, in 64ths, at which
+ * the builder's first choice of shape gives every filter of 50 to 10,000,000 keys at most
+ * the target (`docs/compact-format.md`, "Building"; 1% takes 7.95 bits per key, and filters
+ * of 1,000 keys then get about 0.56%; smaller filters may get more).
  *
  * Returns NULL if `target_fp_rate` is not in (0, 1) or out of the format's reach (Bloom:
- * below about 2.5e-18, which needs 100 bits per key; compact: below 2^-28, about 3.7e-9,
- * which needs more than 32), if `format` is unknown, or if memory runs out. Ownership as for
- * `leveldb_bloom_policy_create`.
+ * below about 2.5e-18, which needs 100 bits per key; compact: below about 1e-8, which
+ * filters of 10 million keys reach only with more than 32), if `format` is unknown, or if
+ * memory runs out. Ownership as for `leveldb_bloom_policy_create`.
  */
 leveldb_bloom_policy *leveldb_bloom_policy_create_for_fp_rate(double target_fp_rate, int format);
 

@@ -12,30 +12,59 @@ use leveldb_bloom::compact::is_compact;
 use leveldb_bloom::{CompactPolicy, FilterPolicy};
 use xxhash_rust::xxh3::xxh3_64;
 
-/// The query on a filter ending in 31, as `docs/compact-format.md` ("Query") states it.
+/// The query on a filter ending in 31, as `docs/compact-format.md` ("Layout", "A key's
+/// equations", "Query") states it.
 fn documented_may_match(key: &[u8], filter: &[u8]) -> bool {
-    let params = u64::from(filter[filter.len() - 2]);
-    let payload = &filter[..filter.len() - 2];
+    let t = if filter.len() < 48 { 2 } else { 3 };
+    if filter.len() < t {
+        return true;
+    }
+    let payload = &filter[..filter.len() - t];
+    let v = if t == 2 {
+        u64::from(filter[filter.len() - 2])
+    } else {
+        u64::from(filter[filter.len() - 3]) + 256 * u64::from(filter[filter.len() - 2])
+    };
     let p = 8 * payload.len() as u64;
-    let r = params % 32 + 1;
-    let seed = params / 32;
-    let m = p / r;
+    let r = v % 32 + 1;
+    let seed = (v / 32) % 4;
+    let share = if t == 2 { 2 } else { (v / 128) % 4 };
+    let m0 = p / r;
+    let m = if t == 2 {
+        let less = v / 128;
+        m0 - less * m0.min((m0 / 16).max(1))
+    } else {
+        let trim = v / 512;
+        m0 - (u128::from(m0) * u128::from(trim) / 512) as u64
+    };
     if m == 0 {
         return true;
     }
-    let w = if m < 1024 { m.min(32) } else { 57 };
+    let e = p - r * m;
+    let w = m.min(57);
+    let we = e.clamp(1, 57);
+    let hi = |x: u64, y: u64| ((u128::from(x) * u128::from(y)) >> 64) as u64;
     let h = xxh3_64(key);
     let a = (h ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xd6e8_feb8_6659_fd93);
-    let start = ((u128::from(a) * u128::from(m - w + 1)) >> 64) as u64;
+    let start = hi(a, m - w + 1);
     let coefficients = (a.wrapping_mul(0xbf58_476d_1ce4_e5b9) >> (64 - w)) | 1;
-    let result = a.wrapping_mul(0x94d0_49bb_1331_11eb) >> (64 - r);
+    let big_r = a.wrapping_mul(0x94d0_49bb_1331_11eb);
+    let result = big_r >> (64 - r);
+    let extra_result = big_r >> 31 & 1;
+    let s = [16u128, 14, 12, 8][share as usize];
+    let held = u128::from(big_r % (1 << 31)) * u128::from(m) < u128::from(e) * s * (1 << 27);
+    let g = a.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    let extra_start = hi(g, e.max(1) - we + 1);
+    let extra_coefficients = (g.wrapping_mul(0xbf58_476d_1ce4_e5b9) >> (64 - we)) | 1;
     let bit = |j: u64| u64::from(payload[(j / 8) as usize] >> (j % 8) & 1);
-    (0..r).all(|j| {
-        let parity = (0..w)
+    let parity = |from: u64, coefficients: u64, width: u64| {
+        (0..width)
             .filter(|i| coefficients >> i & 1 == 1)
-            .fold(0, |acc, i| acc ^ bit(j * m + start + i));
-        parity == result >> j & 1
-    })
+            .fold(0, |acc, i| acc ^ bit(from + i))
+    };
+    let main = (0..r).all(|j| parity(j * m + start, coefficients, w) == result >> j & 1);
+    let extra = !held || parity(r * m + extra_start, extra_coefficients, we) == extra_result;
+    main && extra
 }
 
 /// Asks `filter` about `keys` both ways; returns how many answered "may match".
@@ -106,8 +135,8 @@ fn malformed_filters_answer_as_documented() {
                 filter.truncate(rng.usize(1..filter.len()));
                 filter.push(31);
             }
-            // Random bytes of every small length.
-            3 => filter = random_bytes(&mut rng, 2..40),
+            // Random bytes of every small length, both forms.
+            3 => filter = random_bytes(&mut rng, 2..60),
             // Mostly ones: windows that reach the end.
             _ => {
                 filter = (0..rng.usize(2..300))

@@ -97,10 +97,12 @@ func TestCompactInvalidBitsPerKey(t *testing.T) {
 func TestNewPolicyForFPRateCompact(t *testing.T) {
 	for _, rate := range []float64{0.5, 0.1, 0.01, 0.001, 1e-6} {
 		p := mustForFPRate(t, rate, FormatCompact)
-		r := math.Ceil(math.Log2(1 / rate)) // result bits: a rate of 2^-r <= rate
-		want := 13.0/12.0*r + (r+8)/50
-		if p.Format() != FormatCompact || math.Abs(p.BitsPerKey()-want) > 1e-9 {
-			t.Errorf("NewPolicyForFPRate(%v, compact): format %v, bits per key %v, want %v", rate, p.Format(), p.BitsPerKey(), want)
+		// In 64ths; above the information bound, log2(1/rate), which no filter beats, and
+		// within a quarter of it plus the spare slots' and the trailer's share.
+		bound := math.Log2(1 / rate)
+		bits := p.BitsPerKey()
+		if p.Format() != FormatCompact || bits*64 != math.Trunc(bits*64) || bits <= bound || bits > 1.25*bound+1.5 {
+			t.Errorf("NewPolicyForFPRate(%v, compact): format %v, bits per key %v, bound %v", rate, p.Format(), bits, bound)
 		}
 	}
 }
@@ -154,7 +156,7 @@ func TestNewPolicyForFPRateBloomIsLevelDBsPolicy(t *testing.T) {
 func TestNewPolicyForFPRateErrors(t *testing.T) {
 	for _, f := range []Format{FormatBloom, FormatCompact} {
 		// Outside (0, 1), and beyond reach: Bloom stops at 100 bits per key (about 2.5e-18),
-		// compact at 32 (28 result bits, 2^-28).
+		// compact at 32 (about 1e-8).
 		for _, rate := range []float64{0, 1, -0.1, 1.5, math.NaN(), math.Inf(1), math.Inf(-1), 1e-20, 1e-300, 5e-324} {
 			p, err := NewPolicyForFPRate(rate, f)
 			var e *Error
@@ -163,10 +165,10 @@ func TestNewPolicyForFPRateErrors(t *testing.T) {
 			}
 		}
 	}
-	if _, err := NewPolicyForFPRate(math.Pow(2, -28)*0.99, FormatCompact); !errors.Is(err, ErrInvalidFPRate) {
-		t.Errorf("2^-28 * 0.99, compact: %v; want ErrInvalidFPRate", err)
+	if _, err := NewPolicyForFPRate(3e-9, FormatCompact); !errors.Is(err, ErrInvalidFPRate) {
+		t.Errorf("3e-9, compact: %v; want ErrInvalidFPRate", err)
 	}
-	mustForFPRate(t, math.Pow(2, -28), FormatCompact)
+	mustForFPRate(t, 1e-8, FormatCompact)
 	for _, f := range []Format{2, -1, 100} {
 		if p, err := NewPolicyForFPRate(0.01, f); p != nil || !errors.Is(err, ErrUnknownFormat) {
 			t.Errorf("NewPolicyForFPRate(0.01, %v) = %v, %v; want ErrUnknownFormat", f, p, err)

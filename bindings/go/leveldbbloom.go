@@ -251,13 +251,13 @@ func NewCompactPolicy(bitsPerKey float64) (*Policy, error) {
 // NewPolicyForFPRate creates the policy of format with the fewest bits per key expected to
 // give at most rate false positives (BitsPerKey reports the choice). FormatBloom: the
 // smallest whole bits per key (1 to 100) whose standard model (1 - e^(-k/b))^k reaches rate
-// (LevelDB's filters measure somewhat worse). FormatCompact: the bits per key that give
-// filters of 50 or more keys r = ceil(log2(1/rate)) result bits, a rate of 2^-r at most rate
-// (13/12 r + (r+8)/50 bits per key; smaller filters may get fewer result bits, twice the
-// rate for each).
+// (LevelDB's filters measure somewhat worse). FormatCompact: the fewest bits per key, in
+// 64ths, at which every filter of 50 to 10,000,000 keys gets at most rate
+// (docs/compact-format.md, "Building"; 1% takes 7.95 bits per key, and filters of 1,000 keys
+// then get about 0.56%; smaller filters may get more).
 //
 // A rate outside (0, 1), NaN, or beyond the format's reach (more than 100 bits per key for
-// Bloom, below about 2.5e-18; more than 32 for compact, below 2^-28) is
+// Bloom, below about 2.5e-18; more than 32 for compact, below about 1e-8) is
 // ErrInvalidFPRate; an unknown format is ErrUnknownFormat.
 func NewPolicyForFPRate(rate float64, format Format) (*Policy, error) {
 	if format != FormatBloom && format != FormatCompact {

@@ -1589,18 +1589,14 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
             })
         }))
         .chain([
-            // Compact: 13/12 r + (r + 8) / 50 bits per key for r result bits, up to 32.
-            // 31.05 bits per key
+            // Compact: reachable down to about 1e-8 with 32 bits per key (filters of up to
+            // ten million keys).
             row!(
-                created(leveldb_bloom_policy_create_for_fp_rate(2f64.powi(-28), 1)),
+                created(leveldb_bloom_policy_create_for_fp_rate(1e-8, 1)),
                 NotNull
             ),
-            // 29 result bits, 32.16 bits per key
             row!(
-                created(leveldb_bloom_policy_create_for_fp_rate(
-                    2f64.powi(-28) * 0.99,
-                    1,
-                )),
+                created(leveldb_bloom_policy_create_for_fp_rate(3e-9, 1)),
                 Null
             ),
             // Format and bits per key.
@@ -1628,12 +1624,12 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
                 Float(leveldb_bloom_policy_bits_per_key(fp)),
                 Float(CompactPolicy::for_fp_rate(0.01).unwrap().bits_per_key())
             ),
-            // is 7 result bits' 13/12 * 7 + (7 + 8) / 50
+            // in 64ths, above log2(100) (no filter does better) and below 8
             row!(
-                Bool(
-                    (leveldb_bloom_policy_bits_per_key(fp) - (13.0 / 12.0 * 7.0 + 0.3)).abs()
-                        < 1e-9,
-                ),
+                Bool({
+                    let bits = leveldb_bloom_policy_bits_per_key(fp);
+                    (bits * 64.0).fract() == 0.0 && bits > 100f64.log2() && bits < 8.0
+                }),
                 Bool(true)
             ),
             row!(

@@ -231,9 +231,11 @@ fn compact_filters_reject_most_absent_keys() {
     );
 }
 
-/// `for_fp_rate`'s promise: filters of 50 or more keys built at its bits per key have at most
-/// the target rate, read from the filters themselves (`2^-r`) across the whole reachable
-/// range, and measured on absent keys at 1%.
+/// `for_fp_rate`'s promise: filters of 50 to ten million keys built at its bits per key have
+/// at most the target rate, read from the filters themselves (`2^-r (1 - f/2)`) across the
+/// whole reachable range, and measured on absent keys at 1%. Covering ten million keys
+/// (which need the most spare slots, 17% against 2% at 100 keys) leaves small filters below
+/// the target, by up to 3.5 bits per key at 20 result bits: a factor under 16.
 #[test]
 fn for_fp_rate_policies_meet_their_target_from_50_keys() {
     let rates = [
@@ -248,7 +250,7 @@ fn for_fp_rate_policies_meet_their_target_from_50_keys() {
         2f64.powi(-20),
         1e-8,
     ];
-    for rate in rates.into_iter().chain([2f64.powi(-28)]) {
+    for rate in rates {
         let policy = CompactPolicy::for_fp_rate(rate).unwrap();
         for n in [50u32, 51, 77, 100, 199, 1000, 1500, 4096] {
             let keys: Vec<[u8; 8]> = (0..n)
@@ -258,7 +260,7 @@ fn for_fp_rate_policies_meet_their_target_from_50_keys() {
             let fp = compact::expected_false_positive_rate(&filter).unwrap();
             assert!(fp <= rate, "target {rate}, {n} keys: {fp}");
             assert!(
-                fp > rate / 2.0,
+                fp > rate / 16.0,
                 "target {rate}, {n} keys: {fp}, more bits than needed"
             );
         }

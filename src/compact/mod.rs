@@ -56,29 +56,53 @@ impl CompactPolicy {
         }
     }
 
-    /// The policy with the fewest bits per key whose filters of [`FOR_FP_RATE_MIN_KEYS`] or
-    /// more keys have at most `fp_rate` false positives: `r = ceil(log2(1 / fp_rate))` result
-    /// bits, which take `13/12 r + (r + 8) / 50` bits per key (`docs/compact-format.md`).
-    /// Smaller filters may get fewer result bits (twice the rate for each one less).
-    /// `fp_rate` must be in `(0, 1)` and reachable with [`MAX_BITS_PER_KEY`] (at least
-    /// `2^-28`), else [`Error::InvalidFalsePositiveRate`].
+    /// The policy with the fewest bits per key (in 64ths) whose filters of
+    /// [`FOR_FP_RATE_MIN_KEYS`] to [`FOR_FP_RATE_MAX_KEYS`] keys have at most `fp_rate` false
+    /// positives, as the builder's first choice of shape gives them
+    /// (`docs/compact-format.md`, "Building"). Smaller filters may get more. `fp_rate` must
+    /// be in `(0, 1)` and reachable with [`MAX_BITS_PER_KEY`], else
+    /// [`Error::InvalidFalsePositiveRate`].
     ///
     /// ```
     /// use leveldb_bloom::CompactPolicy;
     ///
-    /// // 1% asks for 7 result bits (0.78%): 7.88 bits per key.
     /// let bits = CompactPolicy::for_fp_rate(0.01)?.bits_per_key();
-    /// assert!((bits - 7.8833).abs() < 1e-3);
+    /// assert!(bits > 6.64 && bits < 8.0); // log2(100) = 6.64 is the least any filter needs
     /// # Ok::<(), leveldb_bloom::Error>(())
     /// ```
     pub fn for_fp_rate(fp_rate: f64) -> Result<Self, Error> {
         if !(fp_rate > 0.0 && fp_rate < 1.0) {
             return Err(Error::InvalidFalsePositiveRate);
         }
-        // At most 1074 (the least positive double), which `as` keeps exact.
-        let result_bits = -fp_rate.log2().floor() as u32;
-        let bits_per_key = ribbon::bits_per_key_for(result_bits, FOR_FP_RATE_MIN_KEYS);
-        CompactPolicy::new(bits_per_key).map_err(|_| Error::InvalidFalsePositiveRate)
+        let holds = |sixty_fourths: u32| {
+            let policy = CompactPolicy {
+                bits_per_key: f64::from(sixty_fourths) / 64.0,
+            };
+            rated_sizes().all(|keys| {
+                policy
+                    .filter_len(keys as usize)
+                    .is_ok_and(|len| ribbon::modelled_rate(len, keys) <= fp_rate)
+            })
+        };
+        // The rate falls as the bits per key grow, but not strictly (lengths round to whole
+        // bytes): bisect to a setting that holds, then step down while the one below holds.
+        let most = (MAX_BITS_PER_KEY * 64.0) as u32;
+        if !holds(most) {
+            return Err(Error::InvalidFalsePositiveRate);
+        }
+        let (mut low, mut high) = (0, most);
+        while high - low > 1 {
+            let middle = (low + high) / 2;
+            if holds(middle) {
+                high = middle
+            } else {
+                low = middle
+            }
+        }
+        while high > 0 && holds(high - 1) {
+            high -= 1;
+        }
+        CompactPolicy::new(f64::from(high) / 64.0)
     }
 
     /// The bits per key this policy was created with.
@@ -179,9 +203,7 @@ impl FilterPolicy for CompactPolicy {
     ) {
         let level = cpu::level();
         if is_compact(filter) {
-            for (result, key) in results.iter_mut().zip(keys) {
-                *result = ribbon::key_may_match(level, key, filter);
-            }
+            ribbon::keys_may_match(level, keys, filter, results);
         } else {
             bloom::keys_may_match(level, keys, filter, results);
         }
@@ -191,18 +213,33 @@ impl FilterPolicy for CompactPolicy {
 /// The fewest keys a filter holds for [`CompactPolicy::for_fp_rate`]'s rate to hold.
 pub const FOR_FP_RATE_MIN_KEYS: u32 = 50;
 
-/// The false-positive rate of compact filters of many keys built at `bits_per_key`:
-/// `2^-r` with `r = floor(12/13 bits_per_key)` result bits (`docs/compact-format.md`); 1 when
-/// no filter fits.
+/// The most keys a filter holds for [`CompactPolicy::for_fp_rate`]'s rate to hold: past
+/// them the builder spares more slots than the rate allowed for.
+pub const FOR_FP_RATE_MAX_KEYS: u32 = 10_000_000;
+
+/// The filter sizes `for_fp_rate` checks: every size to 1,024 keys (where lengths round
+/// most), then steps of about 2% to [`FOR_FP_RATE_MAX_KEYS`].
+fn rated_sizes() -> impl Iterator<Item = u64> {
+    let max = u64::from(FOR_FP_RATE_MAX_KEYS);
+    (u64::from(FOR_FP_RATE_MIN_KEYS)..1024).chain(std::iter::successors(Some(1024), move |&keys| {
+        (keys < max).then(|| (keys + keys / 50).min(max))
+    }))
+}
+
+/// The false-positive rate of compact filters of 1,000 keys built at `bits_per_key`, as the
+/// builder's first choice of shape gives them (`docs/compact-format.md`): what a Bloom
+/// filter of that size would have as a compact filter. 1 when no filter fits.
 pub fn false_positive_rate_at(bits_per_key: f64) -> f64 {
-    match ribbon::result_bits_at(bits_per_key) {
-        0 => 1.0,
-        r => (-f64::from(r)).exp2(),
+    const KEYS: u64 = 1000;
+    match CompactPolicy::new(bits_per_key).and_then(|policy| policy.filter_len(KEYS as usize)) {
+        Ok(len) => ribbon::modelled_rate(len, KEYS),
+        Err(_) => 1.0,
     }
 }
 
-/// The false-positive rate of a compact `filter` on absent keys, `2^-r` with `r` its result
-/// bits (`docs/compact-format.md`); `None` if it is not a compact filter or has no slot.
+/// The false-positive rate of a compact `filter` on absent keys, `2^-r (1 - f / 2)` with
+/// `r` its result bits and `f` the share of keys its extra part holds
+/// (`docs/compact-format.md`); `None` if it is not a compact filter or has no slot.
 pub fn expected_false_positive_rate(filter: &[u8]) -> Option<f64> {
     if !is_compact(filter) {
         return None;

@@ -353,14 +353,14 @@ class FilterPolicy(_Owned):
 
         ``Format.BLOOM``: the smallest whole bits per key (1 to 100) whose standard model
         ``(1 - e^(-k/b))^k`` reaches ``rate`` (LevelDB's filters measure somewhat worse).
-        ``Format.COMPACT``: the bits per key that give filters of 50 or more keys
-        ``r = ceil(log2(1/rate))`` result bits, a rate of ``2**-r`` at most ``rate``
-        (``13/12 r + (r + 8) / 50`` bits per key; smaller filters may get fewer result bits,
-        twice the rate for each). The choice is in ``bits_per_key``.
+        ``Format.COMPACT``: the fewest bits per key, in 64ths, at which every filter of 50
+        to 10,000,000 keys gets at most ``rate`` (``docs/compact-format.md``, "Building";
+        1% takes 7.95 bits per key, and filters of 1,000 keys then get about 0.56%; smaller
+        filters may get more). The choice is in ``bits_per_key``.
 
         A ``rate`` outside (0, 1), NaN, or beyond the format's reach (one that would need
         more than 100 bits per key for Bloom, below about 2.5e-18; more than 32 for compact,
-        below 2**-28) is a ``ValueError``, and so is an unknown
+        below about 1e-8) is a ``ValueError``, and so is an unknown
         ``format``; a non-number ``rate`` or a ``format`` that is not an int is a
         ``TypeError``.
         """

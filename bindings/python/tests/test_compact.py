@@ -100,8 +100,11 @@ def test_compact_non_number_is_a_type_error(bad):
 def test_for_fp_rate_compact(rate):
     with lb.FilterPolicy.for_fp_rate(rate, lb.Format.COMPACT) as p:
         assert p.format is lb.Format.COMPACT
-        r = math.ceil(math.log2(1 / rate))  # result bits: a rate of 2**-r <= rate
-        assert p.bits_per_key == pytest.approx(13 / 12 * r + (r + 8) / 50)
+        # In 64ths; above the information bound, log2(1/rate), which no filter beats, and
+        # within a quarter of it plus the spare slots' and the trailer's share.
+        bound = math.log2(1 / rate)
+        assert (p.bits_per_key * 64).is_integer()
+        assert bound < p.bits_per_key <= 1.25 * bound + 1.5
     # The int value of the format works too.
     with lb.FilterPolicy.for_fp_rate(rate, 1) as q:
         assert q.format is lb.Format.COMPACT and q.bits_per_key == p.bits_per_key
@@ -144,14 +147,15 @@ def test_for_fp_rate_out_of_range_is_a_value_error(rate, fmt):
 
 @pytest.mark.parametrize("fmt", list(lb.Format))
 def test_for_fp_rate_out_of_reach_is_a_value_error(fmt):
-    # Bloom reaches about 2.5e-18 (100 bits per key), compact 2**-28 (31.05 bits per key).
+    # Bloom reaches about 2.5e-18 (100 bits per key), compact about 1e-8 (32 bits per key
+    # for filters of ten million keys).
     for rate in (1e-300, 1e-20, 5e-324):
         with pytest.raises(ValueError, match="beyond the reach") as e:
             lb.FilterPolicy.for_fp_rate(rate, fmt)
         assert not isinstance(e.value, MemoryError)
     with pytest.raises(ValueError, match="beyond the reach of the COMPACT format"):
-        lb.FilterPolicy.for_fp_rate(2.0**-28 * 0.99, lb.Format.COMPACT)
-    lb.FilterPolicy.for_fp_rate(2.0**-28, lb.Format.COMPACT).close()
+        lb.FilterPolicy.for_fp_rate(3e-9, lb.Format.COMPACT)
+    lb.FilterPolicy.for_fp_rate(1e-8, lb.Format.COMPACT).close()
 
 
 @pytest.mark.parametrize("fmt", [2, -1, 100])
@@ -306,7 +310,8 @@ def test_false_positive_rate_well_below_bloom():
 
 
 def test_for_fp_rate_compact_meets_its_target():
-    """for_fp_rate(1%, COMPACT) measured on 100-key filters: 7 result bits, 0.78%, under 1%."""
+    """for_fp_rate(1%, COMPACT) measured on 100-key filters: under 1% (about half of it: the
+    bits per key cover filters of up to ten million keys, which need more spare slots)."""
     rng = random.Random(11)
     fp = probes = 0
     with lb.FilterPolicy.for_fp_rate(0.01, lb.Format.COMPACT) as p:
@@ -317,11 +322,11 @@ def test_for_fp_rate_compact_meets_its_target():
             assert all(p.may_match_batch(keys, f))
             fp += sum(p.may_match_batch(absent, f))
             probes += len(absent)
-    assert 0.005 < fp / probes < 0.01, fp / probes
+    assert 0.002 < fp / probes < 0.01, fp / probes
 
 
 def test_too_few_bits_per_key_match_everything():
-    """Below about 1.2 bits per key no filter fits: the filter answers "may match"."""
+    """Below about 1.5 bits per key no filter fits: the filter answers "may match"."""
     rng = random.Random(5)
     for bpk in (0, 1):
         with lb.CompactPolicy(bpk) as p:
