@@ -52,22 +52,7 @@ struct Query {
   leveldb::Slice filter;
 };
 
-struct Group {  // keys [start, start + count) of a grouped sequence, against one filter
-  leveldb::Slice filter;
-  size_t start;
-  size_t count;
-};
-
-// A grouped query sequence: filters in random order, each with all its keys (present or
-// absent), copied in that order into one buffer and held both as
-// Slices (LevelDB's per-key calls) and as pointer and length arrays (the batch call).
-struct Grouped {
-  std::vector<char> keys;  // the keys, copied contiguously in query order
-  std::vector<leveldb::Slice> slices;
-  std::vector<const char*> ptrs;
-  std::vector<size_t> lens;
-  std::vector<Group> groups;
-};
+using bench::Grouped;
 
 // Everything one cell (key length x keys per filter x bits per key) works on.
 struct Cell : bench::CellKeys {
@@ -85,31 +70,6 @@ struct Cell : bench::CellKeys {
 // Data.
 // ---------------------------------------------------------------------------------------
 
-void BuildGrouped(const std::vector<char>& keys, const Cell& c, Rng& rng, Grouped* g) {
-  std::vector<uint32_t> order(c.filters);
-  for (size_t f = 0; f < c.filters; f++) order[f] = static_cast<uint32_t>(f);
-  bench::Shuffle(order.data(), order.size(), rng);
-  g->slices.clear();
-  g->ptrs.clear();
-  g->lens.clear();
-  g->groups.clear();
-  g->keys.assign(c.keys * c.key_len, 0);
-  g->slices.reserve(c.keys);
-  g->ptrs.reserve(c.keys);
-  g->lens.reserve(c.keys);
-  for (uint32_t f : order) {
-    Group gr{leveldb::Slice(c.ref.data() + f * c.filter_bytes, c.filter_bytes), g->slices.size(),
-             static_cast<size_t>(c.kpf)};
-    for (size_t j = 0; j < static_cast<size_t>(c.kpf); j++) {
-      char* k = g->keys.data() + g->slices.size() * c.key_len;
-      std::memcpy(k, keys.data() + (f * c.kpf + j) * c.key_len, c.key_len);
-      g->slices.emplace_back(k, c.key_len);
-      g->ptrs.push_back(k);
-      g->lens.push_back(static_cast<size_t>(c.key_len));
-    }
-    g->groups.push_back(gr);
-  }
-}
 
 // Every key once, in random order, each asked of its filter; keys copied contiguously in
 // query order (the key being looked up is at hand, the filter is wherever it is).
@@ -173,39 +133,6 @@ uint64_t TimeQueries(const Sides& s, Impl impl, const std::vector<Query>& q, int
     }
     t1 = NowNs();
   }
-  return t1 - t0;
-}
-
-// LevelDB per key over a grouped sequence (the baseline of the batch call).
-uint64_t TimeGroupedLevelDB(const Sides& s, const Grouped& g, int passes, uint8_t* res) {
-  const leveldb::FilterPolicy* policy = s.stock;
-  const leveldb::Slice* keys = g.slices.data();
-  uint64_t t0 = NowNs();
-  for (int r = 0; r < passes; r++) {
-    for (const Group& gr : g.groups) {
-      for (size_t j = gr.start, e = gr.start + gr.count; j < e; j++) {
-        res[j] = policy->KeyMayMatch(keys[j], gr.filter);
-      }
-    }
-  }
-  return NowNs() - t0;
-}
-
-uint64_t TimeBatch(const Sides& s, const Grouped& g, int passes, uint8_t* res) {
-  leveldb_bloom_policy* const p = s.capi;
-  const char* const* ptrs = g.ptrs.data();
-  const size_t* lens = g.lens.data();
-  int bad = 0;
-  uint64_t t0 = NowNs();
-  for (int r = 0; r < passes; r++) {
-    for (const Group& gr : g.groups) {
-      bad |= leveldb_bloom_key_may_match_batch(
-          p, ptrs + gr.start, lens + gr.start, gr.count,
-          reinterpret_cast<const uint8_t*>(gr.filter.data()), gr.filter.size(), res + gr.start);
-    }
-  }
-  uint64_t t1 = NowNs();
-  if (bad != 0) Fail("leveldb_bloom_key_may_match_batch failed (status %d)", bad);
   return t1 - t0;
 }
 
@@ -282,8 +209,8 @@ Result RunCell(Cell& c, const Config& cfg, const Sides& s) {
   Rng rng(0x5eed0000u + c.key_len * 1000003u + c.kpf * 101u + c.bpk);
   BuildSpread(c.build_keys, c, rng, &c.qpresent_keys, &c.qpresent);
   BuildSpread(c.absent_keys, c, rng, &c.qabsent_keys, &c.qabsent);
-  BuildGrouped(c.build_keys, c, rng, &c.gpresent);
-  BuildGrouped(c.absent_keys, c, rng, &c.gabsent);
+  bench::BuildGrouped(c.build_keys, c, rng, &c.gpresent);
+  bench::BuildGrouped(c.absent_keys, c, rng, &c.gabsent);
 
   // --- Reference answers (LevelDB), then a checked warm-up of the other sides.
   const std::vector<Query>* qsets[2] = {&c.qpresent, &c.qabsent};
@@ -307,10 +234,11 @@ Result RunCell(Cell& c, const Config& cfg, const Sides& s) {
 
   const Grouped* gsets[2] = {&c.gpresent, &c.gabsent};
   std::vector<uint8_t>* grefs[2] = {&c.ref_gpresent, &c.ref_gabsent};
+  const uint8_t* const filters = reinterpret_cast<const uint8_t*>(c.ref.data());
   for (int a = 0; a < 2; a++) {
     grefs[a]->assign(n, 0);
-    double w0 = TimeGroupedLevelDB(s, *gsets[a], 1, grefs[a]->data());
-    double w1 = TimeBatch(s, *gsets[a], 1, res.data());
+    double w0 = bench::TimeGroupedLevelDB(s.stock, *gsets[a], c.ref.data(), c.filter_bytes, 1, grefs[a]->data());
+    double w1 = bench::TimeBatchCApi(s.capi, *gsets[a], filters, c.filter_bytes, 1, res.data());
     CheckAnswers(c, a ? "batch absent" : "batch present", "batch", *grefs[a], res.data());
     r.passes[kNumPerSide + a] = bench::PassesFor(std::min(w0, w1), cfg.min_ms);
   }
@@ -341,11 +269,11 @@ Result RunCell(Cell& c, const Config& cfg, const Sides& s) {
       p = r.passes[kNumPerSide + a];
       for (int k = 0; k < 2; k++) {
         if ((k + rep) % 2 == 0) {
-          double ns = TimeGroupedLevelDB(s, *gsets[a], p, res.data());
+          double ns = bench::TimeGroupedLevelDB(s.stock, *gsets[a], c.ref.data(), c.filter_bytes, p, res.data());
           tg[a].push_back(ns / (double(p) * n));
           CheckAnswers(c, "grouped", "LevelDB", *grefs[a], res.data());
         } else {
-          double ns = TimeBatch(s, *gsets[a], p, res.data());
+          double ns = bench::TimeBatchCApi(s.capi, *gsets[a], filters, c.filter_bytes, p, res.data());
           tb[a].push_back(ns / (double(p) * n));
           CheckAnswers(c, a ? "batch absent" : "batch present", "batch", *grefs[a], res.data());
         }

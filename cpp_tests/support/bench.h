@@ -270,6 +270,85 @@ inline std::vector<uint32_t> SpreadKeys(const std::vector<char>& keys, size_t n,
   return perm;
 }
 
+// A grouped query sequence: filters in random order, each with all its keys (present or
+// absent), copied in that order into one buffer and held both as Slices (per-key calls) and
+// as pointer and length arrays (the batch call). Group `g` asks keys [start, start + count)
+// of filter number `filter`.
+struct Group {
+  uint32_t filter;
+  size_t start;
+  size_t count;
+};
+struct Grouped {
+  std::vector<char> keys;  // the keys, copied contiguously in query order
+  std::vector<leveldb::Slice> slices;
+  std::vector<const char*> ptrs;
+  std::vector<size_t> lens;
+  std::vector<Group> groups;
+};
+
+// The grouped sequence of `c`'s `keys` (its build or absent keys: filter f's are
+// keys[f * kpf .. f * kpf + kpf)).
+inline void BuildGrouped(const std::vector<char>& keys, const CellKeys& c, Rng& rng, Grouped* g) {
+  std::vector<uint32_t> order(c.filters);
+  for (size_t f = 0; f < c.filters; f++) order[f] = static_cast<uint32_t>(f);
+  Shuffle(order.data(), order.size(), rng);
+  const size_t kpf = static_cast<size_t>(c.kpf), len = static_cast<size_t>(c.key_len);
+  g->keys.assign(c.keys * len, 0);
+  g->slices.clear();
+  g->ptrs.clear();
+  g->lens.clear();
+  g->groups.clear();
+  for (uint32_t f : order) {
+    g->groups.push_back(Group{f, g->slices.size(), kpf});
+    for (size_t j = 0; j < kpf; j++) {
+      char* k = g->keys.data() + g->slices.size() * len;
+      std::memcpy(k, keys.data() + (f * kpf + j) * len, len);
+      g->slices.emplace_back(k, len);
+      g->ptrs.push_back(k);
+      g->lens.push_back(len);
+    }
+  }
+}
+
+// LevelDB's per-key KeyMayMatch over a grouped sequence, against filters of `filter_bytes`
+// bytes each at `filters` (the baseline of the batch call); the nanoseconds taken.
+inline uint64_t TimeGroupedLevelDB(const leveldb::FilterPolicy* policy, const Grouped& g,
+                                   const char* filters, size_t filter_bytes, int passes,
+                                   uint8_t* res) {
+  const leveldb::Slice* keys = g.slices.data();
+  uint64_t t0 = NowNs();
+  for (int r = 0; r < passes; r++) {
+    for (const Group& gr : g.groups) {
+      const leveldb::Slice filter(filters + gr.filter * filter_bytes, filter_bytes);
+      for (size_t j = gr.start, e = gr.start + gr.count; j < e; j++) {
+        res[j] = policy->KeyMayMatch(keys[j], filter);
+      }
+    }
+  }
+  return NowNs() - t0;
+}
+
+// leveldb_bloom_key_may_match_batch, one call per group, over a grouped sequence; the
+// nanoseconds taken. Fails unless every call succeeded.
+inline uint64_t TimeBatchCApi(leveldb_bloom_policy* p, const Grouped& g, const uint8_t* filters,
+                              size_t filter_bytes, int passes, uint8_t* res) {
+  const char* const* ptrs = g.ptrs.data();
+  const size_t* lens = g.lens.data();
+  int bad = 0;
+  uint64_t t0 = NowNs();
+  for (int r = 0; r < passes; r++) {
+    for (const Group& gr : g.groups) {
+      bad |= leveldb_bloom_key_may_match_batch(p, ptrs + gr.start, lens + gr.start, gr.count,
+                                               filters + gr.filter * filter_bytes,
+                                               filter_bytes, res + gr.start);
+    }
+  }
+  uint64_t t1 = NowNs();
+  if (bad != 0) Fail("leveldb_bloom_key_may_match_batch failed (status %d)", bad);
+  return t1 - t0;
+}
+
 // The CSV file `path` with its header written by `header`, or NULL when `path` is empty.
 inline FILE* OpenCsv(const std::string& path, void (*header)(FILE*)) {
   if (path.empty()) return nullptr;
