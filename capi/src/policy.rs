@@ -89,7 +89,7 @@ pub enum leveldb_bloom_format {
 /// about 0.15% where LevelDB's reach about one percent (`docs/compact-format.md` gives the
 /// rate of every filter, `2^-r (1 - f/2)`; `docs/benchmarks.md` measures both); their last
 /// byte, 31, makes stock LevelDB, and Bloom policies of this library, answer "may match", so
-/// a database written with it stays readable everywhere. (Below about 1.5 bits per key no
+/// a database written with it stays readable everywhere. (Below about 1.1 bits per key no
 /// filter fits and the filter is all zero, which every reader, LevelDB included, also
 /// answers "may match".)
 /// The policy keeps LevelDB's name, `"leveldb.BuiltinBloomFilter2"`, and answers LevelDB's
@@ -111,8 +111,8 @@ pub extern "C" fn leveldb_bloom_policy_create_compact(
 /// whole bits per key (1 to 100) whose standard model `(1 - e^(-k/b))^k` reaches it (LevelDB's
 /// filters measure somewhat worse); for compact the fewest bits per key, in 64ths, at which
 /// the builder's first choice of shape gives every filter of 50 to 10,000,000 keys at most
-/// the target (`docs/compact-format.md`, "Building"; 1% takes 7.95 bits per key, and filters
-/// of 1,000 keys then get about 0.56%; smaller filters may get more).
+/// the target (`docs/compact-format.md`, "Building"; 1% takes 7.64 bits per key, and filters
+/// of 1,000 keys then get about 0.65%; smaller filters may get more).
 ///
 /// Returns NULL if `target_fp_rate` is not in (0, 1) or out of the format's reach (Bloom:
 /// below about 2.5e-18, which needs 100 bits per key; compact: below about 1e-8, which

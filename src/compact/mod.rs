@@ -1,6 +1,7 @@
-//! The compact filter format (opt-in): a ribbon filter (`ribbon`), answered in constant time
-//! whatever the filter's size, with a fifth to a third of a Bloom filter's false positives
-//! in the same memory. `docs/compact-format.md` is the specification and the measurements
+//! The compact filter format (opt-in): a ribbon filter with fractional result bits
+//! (`ribbon`), answered in constant time whatever the filter's size, with about a sixth of a
+//! Bloom filter's false positives in the same memory at 10 bits per key (a third at 6, far
+//! fewer above 10). `docs/compact-format.md` is the specification and the measurements
 //! behind the design; this module implements it.
 //!
 //! A compact filter ends in [`MARKER`] (31), which every stock LevelDB reader answers with
@@ -46,7 +47,7 @@ pub struct CompactPolicy {
 impl CompactPolicy {
     /// Creates the policy. `bits_per_key` may be fractional, from 0 to
     /// [`MAX_BITS_PER_KEY`]; anything else (negative, NaN, infinite, larger) is
-    /// [`Error::InvalidBitsPerKey`]. Below about 1.2 bits per key no filter can be built in
+    /// [`Error::InvalidBitsPerKey`]. Below about 1.1 bits per key no filter can be built in
     /// the space and the filters answer "may match" for every key.
     pub fn new(bits_per_key: f64) -> Result<Self, Error> {
         if (0.0..=MAX_BITS_PER_KEY).contains(&bits_per_key) {

@@ -326,7 +326,7 @@ def test_for_fp_rate_compact_meets_its_target():
 
 
 def test_too_few_bits_per_key_match_everything():
-    """Below about 1.5 bits per key no filter fits: the filter answers "may match"."""
+    """Below about 1.1 bits per key no filter fits: the filter answers "may match"."""
     rng = random.Random(5)
     for bpk in (0, 1):
         with lb.CompactPolicy(bpk) as p:
