@@ -1,14 +1,17 @@
 // instructions: how many instructions one Bloom query or one key of a filter's creation
-// executes, LevelDB 1.23 against leveldb-bloom (C API and the drop-in's object), counted by
-// callgrind. Unlike a time, the count does not depend on what else the machine runs, so it
+// executes, LevelDB 1.23 against leveldb-bloom (C API and the drop-in's object), and the
+// compact format's query and creation through the C API at the same bits per key, counted
+// by callgrind. Unlike a time, the count does not depend on what else the machine runs, so it
 // shows where two implementations differ, length by length. scripts/bench instructions runs
 // it under valgrind for every case and writes docs/instructions.txt.
 //
 // Usage: leveldb_bloom_instructions OP SIDE KEY_LEN
 //   OP    present | absent (one query per key) | create (filters of 100 keys)
-//   SIDE  leveldb | capi | dropin | loop (the benchmark's own loop, with no call in it)
+//   SIDE  leveldb | capi | dropin | compact (the C API's compact policy, on its own
+//         filters of the same keys) | loop (the benchmark's own loop, with no call in it)
 // Counts only between the two CALLGRIND_TOGGLE_COLLECT; prints the number of operations
-// counted. Before counting it checks that every side answers and builds as LevelDB does.
+// counted. Before counting it checks that every Bloom side answers and builds as LevelDB
+// does, and that the compact filters hold every key.
 
 #include <valgrind/callgrind.h>
 
@@ -35,7 +38,7 @@ constexpr int kCreateRounds = 20;
 [[noreturn]] void Usage() {
   std::fprintf(stderr,
                "usage: leveldb_bloom_instructions present|absent|create "
-               "leveldb|capi|dropin|loop KEY_LEN\n");
+               "leveldb|capi|dropin|compact|loop KEY_LEN\n");
   std::exit(2);
 }
 
@@ -58,12 +61,16 @@ int main(int argc, char** argv) {
   const std::string op = argv[1], side = argv[2];
   const size_t len = static_cast<size_t>(std::atoi(argv[3]));
   if ((op != "present" && op != "absent" && op != "create") ||
-      (side != "leveldb" && side != "capi" && side != "dropin" && side != "loop") || len == 0) {
+      (side != "leveldb" && side != "capi" && side != "dropin" && side != "compact" &&
+       side != "loop") ||
+      len == 0) {
     Usage();
   }
   const bench::Policies p = bench::MakePolicies(kBitsPerKey, false);
   leveldb_bloom_policy* ours = leveldb_bloom_policy_create(kBitsPerKey);
   if (ours == nullptr) bench::Fail("leveldb_bloom_policy_create failed");
+  leveldb_bloom_policy* compact = leveldb_bloom_policy_create_compact(kBitsPerKey);
+  if (compact == nullptr) bench::Fail("leveldb_bloom_policy_create_compact failed");
 
   const int n = kFilters * kKeysPerFilter;
   std::vector<std::string> keys(n), absent(n);
@@ -95,6 +102,24 @@ int main(int argc, char** argv) {
         std::string(reinterpret_cast<const char*>(buffer.data()), out_len) != filters[f] ||
         dropin != filters[f]) {
       bench::Fail("filter %d differs from LevelDB's", f);
+    }
+  }
+  std::vector<std::string> compact_filters(kFilters);
+  for (int f = 0; f < kFilters; f++) {
+    size_t out_len = 0;
+    if (leveldb_bloom_create_filter(compact, &ptrs[f * kKeysPerFilter], &lens[f * kKeysPerFilter],
+                                    kKeysPerFilter, buffer.data(), buffer.size(),
+                                    &out_len) != LEVELDB_BLOOM_OK ||
+        out_len != filters[f].size()) {
+      bench::Fail("compact filter %d: not built in LevelDB's length", f);
+    }
+    compact_filters[f].assign(reinterpret_cast<const char*>(buffer.data()), out_len);
+  }
+  for (int i = 0; i < n; i++) {
+    const std::string& f = compact_filters[i / kKeysPerFilter];
+    if (!leveldb_bloom_key_may_match(compact, keys[i].data(), len,
+                                     reinterpret_cast<const uint8_t*>(f.data()), f.size())) {
+      bench::Fail("compact filter %d misses its key %d", i / kKeysPerFilter, i);
     }
   }
   const std::vector<std::string>& queries = op == "absent" ? absent : keys;
@@ -133,10 +158,11 @@ int main(int argc, char** argv) {
       object(p.stock);
     } else if (side == "dropin") {
       object(p.dropin);
-    } else if (side == "capi") {
+    } else if (side == "capi" || side == "compact") {
+      leveldb_bloom_policy* policy = side == "capi" ? ours : compact;
       rounds([&](int first) {
         size_t out_len = 0;
-        leveldb_bloom_create_filter(ours, &ptrs[first], &lens[first], kKeysPerFilter,
+        leveldb_bloom_create_filter(policy, &ptrs[first], &lens[first], kKeysPerFilter,
                                     buffer.data(), buffer.size(), &out_len);
         return out_len;
       });
@@ -162,12 +188,21 @@ int main(int argc, char** argv) {
         return leveldb_bloom_key_may_match(ours, k.data(), k.size(),
                                            reinterpret_cast<const uint8_t*>(f.data()), f.size());
       });
+    } else if (side == "compact") {
+      CALLGRIND_TOGGLE_COLLECT;
+      for (int i = 0; i < n; i++) {
+        const std::string& f = compact_filters[i / kKeysPerFilter];
+        sink += leveldb_bloom_key_may_match(compact, queries[i].data(), len,
+                                            reinterpret_cast<const uint8_t*>(f.data()), f.size());
+      }
+      CALLGRIND_TOGGLE_COLLECT;
     } else {
       queries_of([&](const std::string& k, const std::string& f) { return k.size() + f.size(); });
     }
     operations = n;
   }
   leveldb_bloom_policy_destroy(ours);
+  leveldb_bloom_policy_destroy(compact);
   std::printf("operations %ld (checksum %zu)\n", operations, sink);
   return 0;
 }
