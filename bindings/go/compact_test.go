@@ -156,7 +156,7 @@ func TestNewPolicyForFPRateBloomIsLevelDBsPolicy(t *testing.T) {
 func TestNewPolicyForFPRateErrors(t *testing.T) {
 	for _, f := range []Format{FormatBloom, FormatCompact} {
 		// Outside (0, 1), and beyond reach: Bloom stops at 100 bits per key (about 2.5e-18),
-		// compact at 32 (about 1e-8).
+		// compact at 32 (about 4e-9).
 		for _, rate := range []float64{0, 1, -0.1, 1.5, math.NaN(), math.Inf(1), math.Inf(-1), 1e-20, 1e-300, 5e-324} {
 			p, err := NewPolicyForFPRate(rate, f)
 			var e *Error

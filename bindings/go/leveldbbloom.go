@@ -257,7 +257,7 @@ func NewCompactPolicy(bitsPerKey float64) (*Policy, error) {
 // then get about 0.65%; smaller filters may get more).
 //
 // A rate outside (0, 1), NaN, or beyond the format's reach (more than 100 bits per key for
-// Bloom, below about 2.5e-18; more than 32 for compact, below about 1e-8) is
+// Bloom, below about 2.5e-18; more than 32 for compact, below about 4e-9) is
 // ErrInvalidFPRate; an unknown format is ErrUnknownFormat.
 func NewPolicyForFPRate(rate float64, format Format) (*Policy, error) {
 	if format != FormatBloom && format != FormatCompact {

@@ -115,7 +115,7 @@ pub extern "C" fn leveldb_bloom_policy_create_compact(
 /// of 1,000 keys then get about 0.65%; smaller filters may get more).
 ///
 /// Returns NULL if `target_fp_rate` is not in (0, 1) or out of the format's reach (Bloom:
-/// below about 2.5e-18, which needs 100 bits per key; compact: below about 1e-8, which
+/// below about 2.5e-18, which needs 100 bits per key; compact: below about 4e-9, which
 /// filters of 10 million keys reach only with more than 32), if `format` is unknown, or if
 /// memory runs out. Ownership as for `leveldb_bloom_policy_create`.
 #[unsafe(no_mangle)]

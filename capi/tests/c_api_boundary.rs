@@ -1589,7 +1589,7 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
             })
         }))
         .chain([
-            // Compact: reachable down to about 1e-8 with 32 bits per key (filters of up to
+            // Compact: reachable down to about 4e-9 with 32 bits per key (filters of up to
             // ten million keys).
             row!(
                 created(leveldb_bloom_policy_create_for_fp_rate(1e-8, 1)),

@@ -360,7 +360,7 @@ class FilterPolicy(_Owned):
 
         A ``rate`` outside (0, 1), NaN, or beyond the format's reach (one that would need
         more than 100 bits per key for Bloom, below about 2.5e-18; more than 32 for compact,
-        below about 1e-8) is a ``ValueError``, and so is an unknown
+        below about 4e-9) is a ``ValueError``, and so is an unknown
         ``format``; a non-number ``rate`` or a ``format`` that is not an int is a
         ``TypeError``.
         """

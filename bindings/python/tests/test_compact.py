@@ -147,7 +147,7 @@ def test_for_fp_rate_out_of_range_is_a_value_error(rate, fmt):
 
 @pytest.mark.parametrize("fmt", list(lb.Format))
 def test_for_fp_rate_out_of_reach_is_a_value_error(fmt):
-    # Bloom reaches about 2.5e-18 (100 bits per key), compact about 1e-8 (32 bits per key
+    # Bloom reaches about 2.5e-18 (100 bits per key), compact about 4e-9 (32 bits per key
     # for filters of ten million keys).
     for rate in (1e-300, 1e-20, 5e-324):
         with pytest.raises(ValueError, match="beyond the reach") as e:
