@@ -226,9 +226,10 @@ TEST(Xxh3Oracle, CompactFiltersAnswerAsLibxxhashPredicts) {
               static_cast<unsigned long long>(min_misses), static_cast<unsigned long long>(wrong));
   EXPECT_EQ(wrong, 0u);
   // Every length must see both predictions often, or a length-specific hash bug could hide.
-  // The least hits per length grows with the workload (225 seen at the default 300 filters
-  // per setting, 65 at 100, 14 at 30), so the bound scales with it: 60 at the default.
-  const uint64_t least = std::max<uint64_t>(per_bpk / 5, 5);
+  // The least hits per length grows with the workload (98 seen at the default 300 filters
+  // per setting, 19 at 100, 4 at 30: fractional result bits leave fewer false positives than
+  // the whole ones before), so the bound scales with it: 25 at the default.
+  const uint64_t least = std::max<uint64_t>(per_bpk / 12, 2);
   EXPECT_GE(min_hits, least);
   EXPECT_GE(min_misses, least);
 }
