@@ -190,32 +190,23 @@ impl Shape {
     /// `share = (v >> 7) & 3`, `trim = v >> 9`.
     #[inline(always)]
     pub(super) fn read(filter: &[u8]) -> Option<(Shape, &[u8])> {
-        let short = filter.len() < SHORT_BELOW;
-        let (payload, v) = if short {
+        let bits = |payload: &[u8]| payload.len() as u64 * 8;
+        if filter.len() < SHORT_BELOW {
             let [payload @ .., v, _] = filter else {
                 return None;
             };
-            (payload, u32::from(*v))
+            let v = u32::from(*v);
+            let shape = Shape::new(bits(payload), (v & 31) + 1, (v >> 5) & 3, 2, true, v >> 7);
+            Some((shape, payload))
         } else {
             let [payload @ .., lo, hi, _] = filter else {
                 return None;
             };
-            (payload, u32::from(u16::from_le_bytes([*lo, *hi])))
-        };
-        let bits = payload.len() as u64 * 8;
-        let shape = if short {
-            Shape::new(bits, (v & 31) + 1, (v >> 5) & 3, 2, true, v >> 7)
-        } else {
-            Shape::new(
-                bits,
-                (v & 31) + 1,
-                (v >> 5) & 3,
-                (v >> 7) & 3,
-                false,
-                v >> 9,
-            )
-        };
-        Some((shape, payload))
+            let v = u32::from(u16::from_le_bytes([*lo, *hi]));
+            let (r, seed, share) = ((v & 31) + 1, (v >> 5) & 3, (v >> 7) & 3);
+            let shape = Shape::new(bits(payload), r, seed, share, false, v >> 9);
+            Some((shape, payload))
+        }
     }
 
     /// The parameter bytes of the trailer (one in the short form).
@@ -430,41 +421,31 @@ impl<'f> Readable<'f> {
         main | (extra & u32::from(key.selected)) == 0
     }
 
-    /// The parities of the main equation's `columns` windows, column `j`'s in bit `j`.
-    /// Only the last column's window can lie within 8 bytes of the end: it is read first,
-    /// clamped, and the others from their own byte (their reads are checked, and always in
-    /// bounds).
+    /// The parities of the main equation's `columns` windows, column `j`'s in bit `j`, the
+    /// last column first.
     #[inline(always)]
     fn parities(&self, equation: &Equation, columns: u32) -> u32 {
-        let bytes = self.bytes;
-        let Some(last) = bytes.len().checked_sub(8) else {
-            return 0;
-        };
         let mut bit = equation.start + u64::from(columns - 1) * self.shape.slots;
         let mut found = 0;
         for _ in 0..columns {
-            let byte = ((bit / 8) as usize).min(last);
-            let word = u64::from_le_bytes(bytes[byte..][..8].try_into().expect("8 bytes"));
-            let window = word >> ((bit - 8 * byte as u64) & 63);
-            found = found << 1 | parity(window & equation.coefficients);
+            found = found << 1 | parity(window(self.bytes, bit) & equation.coefficients);
             bit = bit.wrapping_sub(self.shape.slots);
         }
         found
     }
 }
 
-/// The bits of `bytes` from bit `at` on, as many as 57 or more: the 8 bytes at `at`'s byte,
-/// or the last 8 of `bytes` where those would run past the end. Every window a query reads
-/// ends inside the payload, at least 24 bits before the end of `bytes`, so the shift is
-/// below 64 either way.
+/// The bits of `bytes` (8 or more) from bit `at` on, as many as 57 or more: the 8 bytes at
+/// `at`'s byte, or the last 8 of `bytes` where those would run past the end (a clamp that
+/// also spares the read its bounds check). Every window a query reads ends inside the
+/// payload, at least 16 bits before the end of `bytes`, so the shift is below 64 either way.
 #[inline(always)]
 fn window(bytes: &[u8], at: u64) -> u64 {
-    let last = bytes.len().saturating_sub(8);
-    let byte = ((at / 8) as usize).min(last);
-    let word = match bytes.get(byte..byte + 8) {
-        Some(word) => u64::from_le_bytes(word.try_into().expect("8 bytes")),
-        None => 0,
+    let Some(last) = bytes.len().checked_sub(8) else {
+        return 0;
     };
+    let byte = ((at / 8) as usize).min(last);
+    let word = u64::from_le_bytes(bytes[byte..][..8].try_into().expect("8 bytes"));
     word >> ((at - 8 * byte as u64) & 63)
 }
 
@@ -512,25 +493,22 @@ fn batch_may_match<'k>(
     filter: &[u8],
     results: &mut [bool],
 ) {
-    let readable = Readable::new(filter);
     let mut keys = keys.into_iter();
+    let Some(readable) = Readable::new(filter) else {
+        for (result, key) in results.iter_mut().zip(keys) {
+            *result = may_match(xxh3_64(key), filter);
+        }
+        return;
+    };
     for chunk in results.chunks_mut(BATCH) {
         let mut hashes = [0u64; BATCH];
         let mut filled = 0;
-        for (hash, key) in hashes
-            .iter_mut()
-            .zip(chunk.iter())
-            .map(|(h, _)| h)
-            .zip(&mut keys)
-        {
+        for (hash, key) in hashes[..chunk.len()].iter_mut().zip(&mut keys) {
             *hash = xxh3_64(key);
             filled += 1;
         }
         for (result, &hash) in chunk[..filled].iter_mut().zip(&hashes) {
-            *result = match &readable {
-                Some(readable) => readable.may_match(hash),
-                None => may_match(hash, filter),
-            };
+            *result = readable.may_match(hash);
         }
         if filled < chunk.len() {
             return;
@@ -593,12 +571,18 @@ fn first_shape(
     ))
 }
 
+/// The fewest main slots the builder tries first for `keys` keys: one spare slot in the
+/// short form, [`spare_slots`] in the long form.
+fn first_least_slots(keys: u64, short: bool) -> u64 {
+    keys + if short { 1 } else { spare_slots(keys) }
+}
+
 /// The rate a filter of `keys` keys in `len` bytes gets when the builder's first shape
 /// bands: the model behind [`crate::compact::false_positive_rate_at`] and `for_fp_rate`.
 pub(super) fn modelled_rate(len: usize, keys: u64) -> f64 {
     let payload_bits = len.saturating_sub(trailer_len(len)) as u64 * 8;
     let short = len < SHORT_BELOW;
-    let least = keys + if short { 1 } else { spare_slots(keys) };
+    let least = first_least_slots(keys, short);
     let most = (payload_bits / least).min(u64::from(MAX_RESULT_BITS)) as u32;
     if most == 0 {
         return 1.0;
@@ -654,7 +638,7 @@ const SORTED_FROM_KEYS: u64 = 1 << 18;
 /// one result bit less.
 const SLOT_COUNTS_PER_R: u32 = 8;
 
-/// Writes a ribbon filter for `hashes` into `filter` (payload, `lo`, `hi`, marker). Returns
+/// Writes a ribbon filter for `hashes` into `filter` (payload, parameters, marker). Returns
 /// `false`, with `filter` unspecified, when none solved (too few bits per key) or the
 /// scratch memory was not there.
 ///
@@ -674,7 +658,7 @@ fn build_filter(hashes: &[u64], filter: &mut [u8]) -> bool {
     let (payload, trailer) = filter.split_at_mut(payload_len);
     let (mut main, mut extra) = (Echelon::new(), Echelon::new());
     let (mut selected, mut sorted) = (Vec::new(), Vec::new());
-    let first_least = keys + if short { 1 } else { spare_slots(keys) };
+    let first_least = first_least_slots(keys, short);
     let most = (payload_bits / first_least).min(u64::from(MAX_RESULT_BITS)) as u32;
     for result_bits in (1..=most).rev() {
         let mut least = first_least;
@@ -682,12 +666,12 @@ fn build_filter(hashes: &[u64], filter: &mut [u8]) -> bool {
             let Some(first) = first_shape(payload_bits, result_bits, least, short) else {
                 break;
             };
-            let (seeds, shares) = if short {
-                (SEEDS, 2..3)
+            let shares = if short {
+                first.share..first.share + 1
             } else {
-                (SEEDS, first_share(&first, keys)..SHARES.len() as u32)
+                first_share(&first, keys)..SHARES.len() as u32
             };
-            for seed in 0..seeds {
+            for seed in 0..SEEDS {
                 let shape = Shape { seed, ..first };
                 let Some((rows, results)) = main.rows(shape.slots) else {
                     return false;
