@@ -63,6 +63,16 @@ pub(crate) fn level() -> Level {
     }
 }
 
+/// The level this process runs, once [`level`] has chosen it: for callers that keep the
+/// first call out of line, so that the choice's call does not give every call a stack frame.
+#[inline(always)]
+pub(crate) fn chosen() -> Option<Level> {
+    match CHOSEN.load(Ordering::Relaxed) {
+        UNKNOWN => None,
+        level => Some(Level(level)),
+    }
+}
+
 /// Every level this processor runs, lowest first, whatever `LEVELDB_BLOOM_SIMD` says: the
 /// tests run each routine at each.
 #[cfg(test)]

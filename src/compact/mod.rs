@@ -189,10 +189,12 @@ impl FilterPolicy for CompactPolicy {
     /// any other is answered as LevelDB answers it.
     #[inline]
     fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
-        if is_compact(filter) {
-            ribbon::key_may_match(cpu::level(), key, filter)
-        } else {
-            bloom::key_may_match(key, filter)
+        if !is_compact(filter) {
+            return bloom_key_may_match(key, filter);
+        }
+        match cpu::chosen() {
+            Some(level) => ribbon::key_may_match(level, key, filter),
+            None => first_key_may_match(key, filter),
         }
     }
 
@@ -209,6 +211,22 @@ impl FilterPolicy for CompactPolicy {
             bloom::keys_may_match(level, keys, filter, results);
         }
     }
+}
+
+// The two answers below are out of line: inlined, their registers (or the processor's
+// detection, a call) would give every compact query a stack frame.
+
+/// LevelDB's answer for a filter that is not a ribbon filter.
+#[inline(never)]
+fn bloom_key_may_match(key: &[u8], filter: &[u8]) -> bool {
+    bloom::key_may_match(key, filter)
+}
+
+/// A ribbon filter's answer before the processor's level is chosen (the process's first).
+#[cold]
+#[inline(never)]
+fn first_key_may_match(key: &[u8], filter: &[u8]) -> bool {
+    ribbon::key_may_match(cpu::level(), key, filter)
 }
 
 /// The fewest keys a filter holds for [`CompactPolicy::for_fp_rate`]'s rate to hold.
