@@ -9,15 +9,16 @@
 // payload bits; v the byte before the marker (short form) or the two before it, little-endian
 // (long form); r = v % 32 + 1, seed = (v / 32) % 4; m0 = P / r; short form: share 2,
 // m = m0 - (v / 128) * min(m0, max(1, m0 / 16)); long form: share = (v / 128) % 4,
-// m = m0 - m0 * (v / 512) / 512; e = P - r * m; w = min(m, 57), we = min(max(e, 1), 57).
-// A key with hash h has
+// m = m0 - m0 * (v / 512) / 512; e = P - r * m; W = 120 if len >= 2048, else 57;
+// w = min(m, W), we = min(max(e, 1), W). A key with hash h has
 //   a = (h ^ seed * 0x9e3779b97f4a7c15) * 0xd6e8feb86659fd93,
 //   start = (a * (m - w + 1)) >> 64 (128-bit product),
-//   coefficients = ((a * 0xbf58476d1ce4e5b9) >> (64 - w)) | 1,
+//   coefficients = C(a, w) | 1, where C(x, n) is the top n bits of the 128 bits
+//     (x * 0xbf58476d1ce4e5b9) << 64 | (x * 0xc2b2ae3d27d4eb4f),
 //   R = a * 0x94d049bb133111eb, result = R >> (64 - r), extra result bit 31 of R,
 //   held by the extra part iff (R % 2^31) * m < e * {16, 14, 12, 8}[share] * 2^27,
 //   g = a * 0xff51afd7ed558ccd, extra start = (g * (max(e, 1) - we + 1)) >> 64,
-//   extra coefficients = ((g * 0xbf58476d1ce4e5b9) >> (64 - we)) | 1,
+//   extra coefficients = C(g, we) | 1,
 // and may match iff for every column j < r the XOR of the payload bits j*m + start + i over
 // the set bits i of coefficients is bit j of result, and, if the extra part holds it, the
 // XOR of the payload bits r*m + extra start + i over the extra coefficients is the extra
@@ -65,7 +66,9 @@ struct Shape {
 };
 
 struct Equation {
-  uint64_t start = 0, coefficients = 0, result = 0;
+  uint64_t start = 0;
+  u128 coefficients = 0;
+  uint64_t result = 0;
   bool operator==(const Equation& o) const {
     return start == o.start && coefficients == o.coefficients && result == o.result;
   }
@@ -97,16 +100,25 @@ Shape shape_of(const std::string& filter) {
     s.m = m0 - static_cast<uint64_t>(static_cast<u128>(m0) * (v / 512) / 512);
   }
   s.e = p - s.r * s.m;
-  s.w = std::min<uint64_t>(s.m, 57);
-  s.we = std::min<uint64_t>(std::max<uint64_t>(s.e, 1), 57);
+  const uint64_t widest = len >= 2048 ? 120 : 57;
+  s.w = std::min<uint64_t>(s.m, widest);
+  s.we = std::min<uint64_t>(std::max<uint64_t>(s.e, 1), widest);
   return s;
+}
+
+// The top `width` bits of (x * 0xbf58476d1ce4e5b9) << 64 | (x * 0xc2b2ae3d27d4eb4f), lowest
+// set.
+u128 coefficients_of(uint64_t x, uint64_t width) {
+  const u128 bits = static_cast<u128>(x * 0xbf58476d1ce4e5b9ull) << 64 |
+                    static_cast<u128>(x * 0xc2b2ae3d27d4eb4full);
+  return (bits >> (128 - width)) | 1;
 }
 
 KeyEquations equation_of(const Shape& s, uint64_t h) {
   const uint64_t a = (h ^ s.seed * 0x9e3779b97f4a7c15ull) * 0xd6e8feb86659fd93ull;
   KeyEquations k;
   k.main.start = static_cast<uint64_t>((static_cast<u128>(a) * (s.m - s.w + 1)) >> 64);
-  k.main.coefficients = ((a * 0xbf58476d1ce4e5b9ull) >> (64 - s.w)) | 1;
+  k.main.coefficients = coefficients_of(a, s.w);
   const uint64_t big_r = a * 0x94d049bb133111ebull;
   k.main.result = big_r >> (64 - s.r);
   k.extra.result = (big_r >> 31) & 1;
@@ -116,7 +128,7 @@ KeyEquations equation_of(const Shape& s, uint64_t h) {
   const uint64_t g = a * 0xff51afd7ed558ccdull;
   k.extra.start =
       static_cast<uint64_t>((static_cast<u128>(g) * (std::max<uint64_t>(s.e, 1) - s.we + 1)) >> 64);
-  k.extra.coefficients = ((g * 0xbf58476d1ce4e5b9ull) >> (64 - s.we)) | 1;
+  k.extra.coefficients = coefficients_of(g, s.we);
   return k;
 }
 
@@ -125,7 +137,7 @@ bool predicted(const std::string& filter, const Shape& s, uint64_t h) {
   if (s.m == 0) return true;
   const KeyEquations k = equation_of(s, h);
   auto bit = [&](uint64_t j) { return (static_cast<unsigned char>(filter[j / 8]) >> (j % 8)) & 1; };
-  auto parity = [&](uint64_t from, uint64_t coefficients, uint64_t width) {
+  auto parity = [&](uint64_t from, u128 coefficients, uint64_t width) {
     unsigned p = 0;
     for (uint64_t i = 0; i < width; i++) {
       if ((coefficients >> i) & 1) p ^= bit(from + i);
@@ -160,8 +172,9 @@ TEST(Xxh3Oracle, LibxxhashIsXXH3) {
   std::printf("xxh3_test: libxxhash %u\n", XXH_versionNumber());
 }
 
-// Filters of 0-300 keys at several bits per key; every query key of every length 0..300
-// (one per length per filter) plus the inserted keys is answered as libxxhash predicts.
+// Filters of 0-300 keys at several bits per key, and a few wide ones (2,048 bytes or more,
+// keys of 0..40 bytes); every query key of every length 0..300 (one per length per filter)
+// plus the inserted keys is answered as libxxhash predicts.
 TEST(Xxh3Oracle, CompactFiltersAnswerAsLibxxhashPredicts) {
   const uint64_t seed = harness::seed();
   std::mt19937_64 rng(seed ^ 0x7878683634ull);
@@ -170,15 +183,18 @@ TEST(Xxh3Oracle, CompactFiltersAnswerAsLibxxhashPredicts) {
   const double kBpks[] = {3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 10.0, 16.0, 32.0};
   constexpr size_t kMaxLen = 300;
 
-  uint64_t filters = 0, unfiltered = 0, queries = 0, predicted_hits = 0, wrong = 0;
+  uint64_t filters = 0, unfiltered = 0, wide_filters = 0, queries = 0, predicted_hits = 0,
+           wrong = 0;
   std::vector<uint64_t> per_length_hits(kMaxLen + 1, 0), per_length_misses(kMaxLen + 1, 0);
   for (double bpk : kBpks) {
     leveldb_bloom_policy* policy = leveldb_bloom_policy_create_compact(bpk);
     ASSERT_NE(policy, nullptr) << bpk;
     for (uint64_t f = 0; f < per_bpk && wrong < 10; f++) {
-      const size_t n = (f % 10 == 0) ? rng() % 4 : rng() % 301;
+      const bool wide = f % 50 == 1;
+      const size_t n = wide ? static_cast<size_t>(16384 / bpk) * (100 + rng() % 100) / 100
+                            : (f % 10 == 0) ? rng() % 4 : rng() % 301;
       std::vector<std::string> keys(n);
-      for (auto& k : keys) k = key_of_length(rng, rng() % (kMaxLen + 1));
+      for (auto& k : keys) k = key_of_length(rng, rng() % (wide ? 41 : kMaxLen + 1));
       const std::string filter = compact_filter(policy, keys);
       ASSERT_FALSE(filter.empty());
       const Shape shape = shape_of(filter);
@@ -186,6 +202,7 @@ TEST(Xxh3Oracle, CompactFiltersAnswerAsLibxxhashPredicts) {
       // From 3 bits per key on the builder always solves a ribbon filter.
       ASSERT_TRUE(shape.ribbon) << "bpk " << bpk << ", " << n << " keys";
       if (shape.m == 0) unfiltered++;
+      if (filter.size() >= 2048) wide_filters++;
 
       std::vector<std::string> probes = keys;
       for (size_t len = 0; len <= kMaxLen; len++) probes.push_back(key_of_length(rng, len));
@@ -215,16 +232,19 @@ TEST(Xxh3Oracle, CompactFiltersAnswerAsLibxxhashPredicts) {
     min_hits = std::min(min_hits, per_length_hits[len]);
     min_misses = std::min(min_misses, per_length_misses[len]);
   }
-  std::printf("xxh3_test: %llu compact filters (%llu without slots), %llu queries, %llu probes"
+  std::printf("xxh3_test: %llu compact filters (%llu without slots, %llu wide), %llu queries,"
+              " %llu probes"
               " predicted to hit by libxxhash; per key length 0..300 at least %llu predicted"
               " hits and %llu misses; %llu wrong answers\n",
               static_cast<unsigned long long>(filters),
               static_cast<unsigned long long>(unfiltered),
+              static_cast<unsigned long long>(wide_filters),
               static_cast<unsigned long long>(queries),
               static_cast<unsigned long long>(predicted_hits),
               static_cast<unsigned long long>(min_hits),
               static_cast<unsigned long long>(min_misses), static_cast<unsigned long long>(wrong));
   EXPECT_EQ(wrong, 0u);
+  EXPECT_GE(wide_filters, std::size(kBpks));
   // Every length must see both predictions often, or a length-specific hash bug could hide.
   // The least hits per length grows with the workload (98 seen at the default 300 filters
   // per setting, 19 at 100, 4 at 30: fractional result bits leave fewer false positives than
@@ -252,7 +272,7 @@ TEST(Xxh3Oracle, CoincidingEquationsMatch) {
   ASSERT_EQ(shape.e, 0u);
   auto fingerprint = [&](uint64_t h) {
     const Equation e = equation_of(shape, h).main;
-    return e.start << 60 ^ e.coefficients << 32 ^ e.result;
+    return e.start << 60 ^ static_cast<uint64_t>(e.coefficients) << 32 ^ e.result;
   };
 
   // 2^19 keys of 1..40 random bytes; about (2^19)^2 / 2 / 2^29 coinciding pairs.

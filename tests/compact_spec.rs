@@ -41,13 +41,20 @@ fn documented_may_match(key: &[u8], filter: &[u8]) -> bool {
         return true;
     }
     let e = p - r * m;
-    let w = m.min(57);
-    let we = e.clamp(1, 57);
+    let widest = if filter.len() >= 2048 { 120 } else { 57 };
+    let w = m.min(widest);
+    let we = e.clamp(1, widest);
     let hi = |x: u64, y: u64| ((u128::from(x) * u128::from(y)) >> 64) as u64;
     let h = xxh3_64(key);
     let a = (h ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xd6e8_feb8_6659_fd93);
+    // The top `width` bits of `(x * 0xbf58476d1ce4e5b9) * 2^64 + x * 0xc2b2ae3d27d4eb4f`.
+    let coefficients_of = |x: u64, width: u64| {
+        let bits = u128::from(x.wrapping_mul(0xbf58_476d_1ce4_e5b9)) << 64
+            | u128::from(x.wrapping_mul(0xc2b2_ae3d_27d4_eb4f));
+        (bits >> (128 - width)) | 1
+    };
     let start = hi(a, m - w + 1);
-    let coefficients = (a.wrapping_mul(0xbf58_476d_1ce4_e5b9) >> (64 - w)) | 1;
+    let coefficients = coefficients_of(a, w);
     let big_r = a.wrapping_mul(0x94d0_49bb_1331_11eb);
     let result = big_r >> (64 - r);
     let extra_result = big_r >> 31 & 1;
@@ -55,9 +62,9 @@ fn documented_may_match(key: &[u8], filter: &[u8]) -> bool {
     let held = u128::from(big_r % (1 << 31)) * u128::from(m) < u128::from(e) * s * (1 << 27);
     let g = a.wrapping_mul(0xff51_afd7_ed55_8ccd);
     let extra_start = hi(g, e.max(1) - we + 1);
-    let extra_coefficients = (g.wrapping_mul(0xbf58_476d_1ce4_e5b9) >> (64 - we)) | 1;
+    let extra_coefficients = coefficients_of(g, we);
     let bit = |j: u64| u64::from(payload[(j / 8) as usize] >> (j % 8) & 1);
-    let parity = |from: u64, coefficients: u64, width: u64| {
+    let parity = |from: u64, coefficients: u128, width: u64| {
         (0..width)
             .filter(|i| coefficients >> i & 1 == 1)
             .fold(0, |acc, i| acc ^ bit(from + i))
@@ -90,7 +97,8 @@ fn well_formed_filters_answer_as_documented() {
     let (mut queries, mut hits) = (0u64, 0u64);
     for bits_per_key in [3.0, 3.5, 4.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0, 24.0, 32.0] {
         let policy = CompactPolicy::new(bits_per_key).unwrap();
-        for n in (1..=40).chain([50, 64, 65, 100, 200, 300, 1000]) {
+        // Narrow filters, and wide ones (2,048 bytes or more) from 600 keys at 32 bits per key.
+        for n in (1..=40).chain([50, 64, 65, 100, 200, 300, 1000, 3000]) {
             let keys: Vec<Vec<u8>> = (0..n).map(|_| random_bytes(&mut rng, 1..25)).collect();
             let mut filter = Vec::new();
             policy.create_filter(&keys, &mut filter).unwrap();
@@ -135,11 +143,18 @@ fn malformed_filters_answer_as_documented() {
                 filter.truncate(rng.usize(1..filter.len()));
                 filter.push(31);
             }
-            // Random bytes of every small length, both forms.
+            // Random bytes of every small length, both forms; every tenth round, lengths either
+            // side of the wide form's.
+            3 if round % 10 == 8 => filter = random_bytes(&mut rng, 2040..2060),
             3 => filter = random_bytes(&mut rng, 2..60),
-            // Mostly ones: windows that reach the end.
+            // Mostly ones: windows that reach the end, narrow, or wide every tenth round.
             _ => {
-                filter = (0..rng.usize(2..300))
+                let len = if round % 10 == 9 {
+                    rng.usize(2040..2400)
+                } else {
+                    rng.usize(2..300)
+                };
+                filter = (0..len)
                     .map(|_| rng.u8(..) | rng.u8(..) | rng.u8(..))
                     .collect();
             }

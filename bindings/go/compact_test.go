@@ -156,7 +156,7 @@ func TestNewPolicyForFPRateBloomIsLevelDBsPolicy(t *testing.T) {
 func TestNewPolicyForFPRateErrors(t *testing.T) {
 	for _, f := range []Format{FormatBloom, FormatCompact} {
 		// Outside (0, 1), and beyond reach: Bloom stops at 100 bits per key (about 2.5e-18),
-		// compact at 32 (about 4e-9).
+		// compact at 32 (about 8e-10).
 		for _, rate := range []float64{0, 1, -0.1, 1.5, math.NaN(), math.Inf(1), math.Inf(-1), 1e-20, 1e-300, 5e-324} {
 			p, err := NewPolicyForFPRate(rate, f)
 			var e *Error
@@ -165,8 +165,8 @@ func TestNewPolicyForFPRateErrors(t *testing.T) {
 			}
 		}
 	}
-	if _, err := NewPolicyForFPRate(3e-9, FormatCompact); !errors.Is(err, ErrInvalidFPRate) {
-		t.Errorf("3e-9, compact: %v; want ErrInvalidFPRate", err)
+	if _, err := NewPolicyForFPRate(6e-10, FormatCompact); !errors.Is(err, ErrInvalidFPRate) {
+		t.Errorf("6e-10, compact: %v; want ErrInvalidFPRate", err)
 	}
 	mustForFPRate(t, 1e-8, FormatCompact)
 	for _, f := range []Format{2, -1, 100} {

@@ -253,11 +253,11 @@ func NewCompactPolicy(bitsPerKey float64) (*Policy, error) {
 // smallest whole bits per key (1 to 100) whose standard model (1 - e^(-k/b))^k reaches rate
 // (LevelDB's filters measure somewhat worse). FormatCompact: the fewest bits per key, in
 // 64ths, at which every filter of 50 to 10,000,000 keys gets at most rate
-// (docs/compact-format.md, "Building"; 1% takes 7.64 bits per key, and filters of 1,000 keys
-// then get about 0.65%; smaller filters may get more).
+// (docs/compact-format.md, "Building"; 1% takes 7.39 bits per key, and filters of 1,000 keys
+// then get about 0.73%; smaller filters may get more).
 //
 // A rate outside (0, 1), NaN, or beyond the format's reach (more than 100 bits per key for
-// Bloom, below about 2.5e-18; more than 32 for compact, below about 4e-9) is
+// Bloom, below about 2.5e-18; more than 32 for compact, below about 8e-10) is
 // ErrInvalidFPRate; an unknown format is ErrUnknownFormat.
 func NewPolicyForFPRate(rate float64, format Format) (*Policy, error) {
 	if format != FormatBloom && format != FormatCompact {

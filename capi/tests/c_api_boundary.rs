@@ -1589,14 +1589,14 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
             })
         }))
         .chain([
-            // Compact: reachable down to about 4e-9 with 32 bits per key (filters of up to
-            // ten million keys).
+            // Compact: reachable down to about 8e-10 with 32 bits per key (filters of about 60
+            // keys need the most).
             row!(
-                created(leveldb_bloom_policy_create_for_fp_rate(1e-8, 1)),
+                created(leveldb_bloom_policy_create_for_fp_rate(1e-9, 1)),
                 NotNull
             ),
             row!(
-                created(leveldb_bloom_policy_create_for_fp_rate(3e-9, 1)),
+                created(leveldb_bloom_policy_create_for_fp_rate(6e-10, 1)),
                 Null
             ),
             // Format and bits per key.

@@ -24,10 +24,17 @@
 //! "Standard128Ribbon" does with blocks of more columns) leaves its last `w - 1` slots to no
 //! key, which is a tenth of a filter of 100 keys; a ribbon of its own has no such tail.
 //!
-//! Costs. A query hashes the key once (XXH3-64) and reads `r + 1` windows of 57 bits, one
-//! parity each, with no branch on the key. A build bands every key into the main part and
-//! the selected keys into the extra part (Gaussian elimination along the band, two keys
-//! walking at once), then solves each part from its last slot to its first.
+//! Widths: `w = min(m, 57)` (one 8-byte read a window, rows of 64 bits); filters of 2,048
+//! bytes or more ([`WIDE_FROM`]) take `w = min(m, 120)` (16-byte reads, rows of 128 bits),
+//! whose band needs far fewer spare slots in filters of thousands of keys.
+//!
+//! Costs. A query hashes the key once (XXH3-64) and reads `r + 1` windows, one parity each,
+//! with no branch on the key. A build bands every key into the main part and the selected
+//! keys into the extra part (Gaussian elimination along the band, two keys walking at once),
+//! then solves each part from its last slot to its first.
+
+use std::fmt::Debug;
+use std::ops::{BitAnd, BitOr, BitXor, BitXorAssign, Shl, Shr, ShrAssign};
 
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -57,8 +64,10 @@ const SEEDS: u32 = 4;
 /// The extra part's share of keys, in sixteenths of `e / m`, by `share`.
 const SHARES: [u64; 4] = [16, 14, 12, 8];
 
-/// The widest coefficient window: what one unaligned 8-byte read always covers.
-const MAX_WIDTH: u64 = 57;
+/// Filters of this many bytes or more have wide windows (up to 120 bits, 57 below): in
+/// filters of thousands of keys a narrow band needs ever more spare slots (6% at 10,000 keys,
+/// 10.5% at a million), a wide one few (1.6%, 3.8%).
+pub(super) const WIDE_FROM: usize = 2048;
 
 /// The slots a filter built on the stack has at most, in each part; more go to the heap.
 const STACK_SLOTS: usize = 128;
@@ -73,6 +82,8 @@ pub(super) struct Shape {
     /// How `m` follows from `m0`: the long form's `trim`, the short form's `less`.
     slot_code: u32,
     short: bool,
+    /// Whether the filter has wide windows ([`WIDE_FROM`]).
+    wide: bool,
     /// `m`: slots of the main part, each holding `r` bits (one in each column).
     slots: u64,
     /// `w`: coefficient bits of a main-part equation.
@@ -128,59 +139,163 @@ fn main_slots(whole: u64, short: bool, slot_code: u32) -> u64 {
     }
 }
 
+/// A row of coefficients: `u64` in narrow filters, `u128` in wide ones.
+trait Row:
+    Copy
+    + Debug
+    + Eq
+    + BitAnd<Output = Self>
+    + BitOr<Output = Self>
+    + BitXor<Output = Self>
+    + BitXorAssign
+    + Shl<u32, Output = Self>
+    + Shr<u32, Output = Self>
+    + ShrAssign<u32>
+{
+    const ZERO: Self;
+    /// The widest window of the form: what one unaligned read of the row's bytes always
+    /// covers after its shift (at most 7 bits).
+    const MAX_WIDTH: u64;
+    /// Format rule: the top `width` bits of the 128 bits
+    /// `(x * 0xbf58476d1ce4e5b9) * 2^64 + x * 0xc2b2ae3d27d4eb4f`, lowest bit set (in narrow
+    /// filters, `width <= 57`, the first product alone).
+    fn coefficients(x: u64, width: u64) -> Self;
+    /// The bits of `bytes` (at least the row's size) from bit `at` on, as many as
+    /// [`Row::MAX_WIDTH`] or more: the row's bytes at `at`'s byte, or the last ones of `bytes`
+    /// where those would run past the end (a clamp that also spares the read its bounds
+    /// check). Every window a query reads ends inside the payload, at least 16 bits before
+    /// the end of `bytes`, so the shift stays inside the row either way.
+    fn window(bytes: &[u8], at: u64) -> Self;
+    fn parity(self) -> u32;
+    fn trailing_zeros(self) -> u32;
+    fn from_bit(bit: u32) -> Self;
+    /// The lowest 64 bits.
+    fn low_word(self) -> u64;
+}
+
+/// Implements [`Row`] for `$row`, whose windows are at most `$max_width` bits, with the
+/// coefficients of `$x` and `$width` given by the form's rule `$coefficients`.
+macro_rules! row {
+    ($row:ty, $max_width:literal, |$x:ident, $width:ident| $coefficients:expr) => {
+        impl Row for $row {
+            const ZERO: $row = 0;
+            const MAX_WIDTH: u64 = $max_width;
+
+            #[inline(always)]
+            fn coefficients($x: u64, $width: u64) -> $row {
+                $coefficients
+            }
+
+            #[inline(always)]
+            fn window(bytes: &[u8], at: u64) -> $row {
+                const SIZE: usize = size_of::<$row>();
+                let Some(last) = bytes.len().checked_sub(SIZE) else {
+                    return 0;
+                };
+                let byte = ((at / 8) as usize).min(last);
+                let word = <$row>::from_le_bytes(bytes[byte..][..SIZE].try_into().expect("a row"));
+                word >> ((at - 8 * byte as u64) & (<$row>::BITS as u64 - 1))
+            }
+
+            #[inline(always)]
+            fn parity(self) -> u32 {
+                self.count_ones() & 1
+            }
+
+            #[inline(always)]
+            fn trailing_zeros(self) -> u32 {
+                <$row>::trailing_zeros(self)
+            }
+
+            #[inline(always)]
+            fn from_bit(bit: u32) -> $row {
+                <$row>::from(bit)
+            }
+
+            #[inline(always)]
+            fn low_word(self) -> u64 {
+                self as u64
+            }
+        }
+    };
+}
+
+row!(u64, 57, |x, width| (x.wrapping_mul(0xbf58_476d_1ce4_e5b9)
+    >> (64 - width))
+    | 1);
+
+row!(u128, 120, |x, width| {
+    let bits = u128::from(x.wrapping_mul(0xbf58_476d_1ce4_e5b9)) << 64
+        | u128::from(x.wrapping_mul(0xc2b2_ae3d_27d4_eb4f));
+    (bits >> (128 - width)) | 1
+});
+
 /// One equation: the XOR of the solution's bits `start + i` for each set bit `i` of
 /// `coefficients` is `result` (one bit per column).
 #[derive(Debug, Clone, Copy)]
-struct Equation {
+struct Equation<R> {
     start: u64,
-    coefficients: u64,
+    coefficients: R,
     result: u32,
 }
 
 /// A key's equations in both parts, and whether the extra part holds it.
 #[derive(Debug, Clone, Copy)]
-struct KeyEquations {
-    main: Equation,
-    extra: Equation,
+struct KeyEquations<R> {
+    main: Equation<R>,
+    extra: Equation<R>,
     selected: bool,
 }
 
 /// The start and coefficients of an equation from its hash `x` in a part of `slots` slots
-/// and `width` coefficient bits: `start = floor(x * (slots - width + 1) / 2^64)`,
-/// `coefficients = ((x * 0xbf58476d1ce4e5b9) >> (64 - width)) | 1`.
+/// and `width` coefficient bits: `start = floor(x * (slots - width + 1) / 2^64)`, the
+/// coefficients by [`Row::coefficients`].
 #[inline(always)]
-fn band_position(x: u64, slots: u64, width: u64) -> (u64, u64) {
+fn band_position<R: Row>(x: u64, slots: u64, width: u64) -> (u64, R) {
     let starts = slots + 1 - width;
     (
         ((u128::from(x) * u128::from(starts)) >> 64) as u64,
-        (x.wrapping_mul(0xbf58_476d_1ce4_e5b9) >> (64 - width)) | 1,
+        R::coefficients(x, width),
     )
 }
 
 impl Shape {
-    /// Format rule: `w = min(m, 57)`; the extra part's width `min(e, 57)`.
+    /// Format rule: `w = min(m, W)`; the extra part's width `min(max(e, 1), W)`; `W = 57`,
+    /// or 120 in filters of [`WIDE_FROM`] bytes or more.
     #[inline(always)]
     fn new(
         payload_bits: u64,
         result_bits: u32,
         seed: u32,
         share: u32,
-        short: bool,
+        (short, wide): (bool, bool),
         slot_code: u32,
     ) -> Shape {
         let slots = main_slots(whole_slots(payload_bits, result_bits), short, slot_code);
         let extra_slots = payload_bits - u64::from(result_bits) * slots;
+        let max_width = if wide {
+            u128::MAX_WIDTH
+        } else {
+            u64::MAX_WIDTH
+        };
         Shape {
             result_bits,
             seed,
             share,
             slot_code,
             short,
+            wide,
             slots,
-            width: slots.min(MAX_WIDTH),
+            width: slots.min(max_width),
             extra_slots,
-            extra_width: extra_slots.clamp(1, MAX_WIDTH),
+            extra_width: extra_slots.clamp(1, max_width),
         }
+    }
+
+    /// The forms of a filter of `len` bytes: whether it is short, whether it is wide.
+    #[inline(always)]
+    fn forms(len: usize) -> (bool, bool) {
+        (len < SHORT_BELOW, len >= WIDE_FROM)
     }
 
     /// The shape a filter's trailer gives, and its payload; `None` for a filter too short
@@ -196,7 +311,8 @@ impl Shape {
                 return None;
             };
             let v = u32::from(*v);
-            let shape = Shape::new(bits(payload), (v & 31) + 1, (v >> 5) & 3, 2, true, v >> 7);
+            let forms = (true, false);
+            let shape = Shape::new(bits(payload), (v & 31) + 1, (v >> 5) & 3, 2, forms, v >> 7);
             Some((shape, payload))
         } else {
             let [payload @ .., lo, hi, _] = filter else {
@@ -204,7 +320,8 @@ impl Shape {
             };
             let v = u32::from(u16::from_le_bytes([*lo, *hi]));
             let (r, seed, share) = ((v & 31) + 1, (v >> 5) & 3, (v >> 7) & 3);
-            let shape = Shape::new(bits(payload), r, seed, share, false, v >> 9);
+            let forms = (false, filter.len() >= WIDE_FROM);
+            let shape = Shape::new(bits(payload), r, seed, share, forms, v >> 9);
             Some((shape, payload))
         }
     }
@@ -228,7 +345,7 @@ impl Shape {
     /// `g = a * 0xff51afd7ed558ccd` places the extra equation (with `e` and its width).
     /// Needs `m >= 1`.
     #[inline(always)]
-    fn key(&self, hash: u64) -> KeyEquations {
+    fn key<R: Row>(&self, hash: u64) -> KeyEquations<R> {
         let a = self.mixed(hash);
         let (start, coefficients) = band_position(a, self.slots, self.width);
         let r = a.wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -399,14 +516,14 @@ impl<'f> Readable<'f> {
         })
     }
 
-    /// Whether the key of `hash` may be in the filter. Format rule: in every main column
-    /// `j`, the parity of the bits `j * m + start + i` over the set bits `i` of the main
-    /// coefficients is bit `j` of the main result; and, for a key the extra part holds, the
-    /// parity of the bits `r * m + start + i` over its extra coefficients is its extra
-    /// result.
+    /// Whether the key of `hash` may be in the filter, whose rows are `R`. Format rule: in
+    /// every main column `j`, the parity of the bits `j * m + start + i` over the set bits `i`
+    /// of the main coefficients is bit `j` of the main result; and, for a key the extra part
+    /// holds, the parity of the bits `r * m + start + i` over its extra coefficients is its
+    /// extra result.
     #[inline(always)]
-    fn may_match(&self, hash: u64) -> bool {
-        let key = self.shape.key(hash);
+    fn may_match<R: Row>(&self, hash: u64) -> bool {
+        let key = self.shape.key::<R>(hash);
         macro_rules! for_each_r {
             ($($r:literal)*) => {
                 match self.shape.result_bits {
@@ -416,42 +533,33 @@ impl<'f> Readable<'f> {
             };
         }
         let main = for_each_r!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16) ^ key.main.result;
-        let extra_window = window(self.bytes, self.shape.extra_base() + key.extra.start);
-        let extra = parity(extra_window & key.extra.coefficients) ^ key.extra.result;
+        let extra_window = R::window(self.bytes, self.shape.extra_base() + key.extra.start);
+        let extra = (extra_window & key.extra.coefficients).parity() ^ key.extra.result;
         main | (extra & u32::from(key.selected)) == 0
     }
 
     /// The parities of the main equation's `columns` windows, column `j`'s in bit `j`, the
     /// last column first.
     #[inline(always)]
-    fn parities(&self, equation: &Equation, columns: u32) -> u32 {
+    fn parities<R: Row>(&self, equation: &Equation<R>, columns: u32) -> u32 {
         let mut bit = equation.start + u64::from(columns - 1) * self.shape.slots;
         let mut found = 0;
         for _ in 0..columns {
-            found = found << 1 | parity(window(self.bytes, bit) & equation.coefficients);
+            found = found << 1 | (R::window(self.bytes, bit) & equation.coefficients).parity();
             bit = bit.wrapping_sub(self.shape.slots);
         }
         found
     }
-}
 
-/// The bits of `bytes` (8 or more) from bit `at` on, as many as 57 or more: the 8 bytes at
-/// `at`'s byte, or the last 8 of `bytes` where those would run past the end (a clamp that
-/// also spares the read its bounds check). Every window a query reads ends inside the
-/// payload, at least 16 bits before the end of `bytes`, so the shift is below 64 either way.
-#[inline(always)]
-fn window(bytes: &[u8], at: u64) -> u64 {
-    let Some(last) = bytes.len().checked_sub(8) else {
-        return 0;
-    };
-    let byte = ((at / 8) as usize).min(last);
-    let word = u64::from_le_bytes(bytes[byte..][..8].try_into().expect("8 bytes"));
-    word >> ((at - 8 * byte as u64) & 63)
-}
-
-#[inline(always)]
-fn parity(bits: u64) -> u32 {
-    bits.count_ones() & 1
+    /// [`Readable::may_match`] with the filter's rows.
+    #[inline(always)]
+    fn may_match_either(&self, hash: u64) -> bool {
+        if self.shape.wide {
+            self.may_match::<u128>(hash)
+        } else {
+            self.may_match::<u64>(hash)
+        }
+    }
 }
 
 /// Whether the key of `hash` may be in `filter`, a whole ribbon filter (its last byte
@@ -461,7 +569,7 @@ fn may_match(hash: u64, filter: &[u8]) -> bool {
     if filter.len() < 8 {
         return short_may_match(hash, filter);
     }
-    Readable::new(filter).is_none_or(|readable| readable.may_match(hash))
+    Readable::new(filter).is_none_or(|readable| readable.may_match_either(hash))
 }
 
 /// [`may_match`] for filters under 8 bytes (never built: the least payload is 64 bits).
@@ -476,11 +584,12 @@ fn short_may_match(hash: u64, filter: &[u8]) -> bool {
     }
     let mut padded = [0u8; 8];
     padded[..payload.len()].copy_from_slice(payload);
+    // Under 8 bytes: the short form, narrow.
     Readable {
         bytes: &padded,
         shape,
     }
-    .may_match(hash)
+    .may_match::<u64>(hash)
 }
 
 /// Keys hashed this many at a time before their queries, so that the hashes and the
@@ -493,13 +602,27 @@ fn batch_may_match<'k>(
     filter: &[u8],
     results: &mut [bool],
 ) {
-    let mut keys = keys.into_iter();
+    let keys = keys.into_iter();
     let Some(readable) = Readable::new(filter) else {
         for (result, key) in results.iter_mut().zip(keys) {
             *result = may_match(xxh3_64(key), filter);
         }
         return;
     };
+    if readable.shape.wide {
+        readable_batch::<u128>(keys, &readable, results)
+    } else {
+        readable_batch::<u64>(keys, &readable, results)
+    }
+}
+
+/// [`batch_may_match`] on a filter with at least one main slot, whose rows are `R`.
+#[inline(always)]
+fn readable_batch<'k, R: Row>(
+    mut keys: impl Iterator<Item = &'k [u8]>,
+    readable: &Readable,
+    results: &mut [bool],
+) {
     for chunk in results.chunks_mut(BATCH) {
         let mut hashes = [0u64; BATCH];
         let mut filled = 0;
@@ -508,7 +631,7 @@ fn batch_may_match<'k>(
             filled += 1;
         }
         for (result, &hash) in chunk[..filled].iter_mut().zip(&hashes) {
-            *result = readable.may_match(hash);
+            *result = readable.may_match::<R>(hash);
         }
         if filled < chunk.len() {
             return;
@@ -531,25 +654,34 @@ fn rate(shape: &Shape) -> f64 {
     (-f64::from(shape.result_bits)).exp2() * (1.0 - selected / 2.0)
 }
 
-/// Spare slots the builder gives `keys` keys over their number, first try: enough that
-/// each seed bands about three times in four, few enough to leave the extra part most of
-/// the rest. A band of fixed width needs more spare slots the more keys it holds (about
-/// 1.5% at 100 keys, 3% at 1,000, 6% at 10,000, 10.5% at a million): the chance that some
-/// stretch of slots is overfull grows with the stretches.
-pub(super) fn spare_slots(keys: u64) -> u64 {
+/// Spare slots the builder gives `keys` keys over their number in a part of narrow or
+/// `wide` windows, first try. Narrow: enough that each seed bands about three times in four
+/// (about 1.5% at 100 keys, 3% at 1,000, 6% at 10,000, 10.5% at a million: a band of fixed
+/// width needs more spare slots the more keys it holds, as the chance grows that some
+/// stretch of slots is overfull). Wide: about 2% at 2,000 keys to 4.2% at a million and
+/// 5.2% at ten million, where a seed bands nine times in ten or more; fewer would band
+/// about as often as narrow ones, for a few hundredths of a percent of rate, but each key's
+/// walk along a band this wide grows steeply as the spare slots shrink.
+fn spare_slots(keys: u64, wide: bool) -> u64 {
     let doublings_past_128 = u64::from((64 - keys.leading_zeros()).saturating_sub(8));
-    2 + keys.saturating_mul(30 + 15 * doublings_past_128) / 2000
+    let per_2000 = if wide {
+        24 + 5 * doublings_past_128
+    } else {
+        30 + 15 * doublings_past_128
+    };
+    2 + keys.saturating_mul(per_2000) / 2000
 }
 
 /// The shape the builder tries first for `r` result bits in `payload_bits` bits of a filter
-/// of the `short` form: the fewest main slots at or above `least_slots` that `trim` (or
-/// `less`) reaches, seed 0. `None` when `r` columns of that many slots do not fit.
+/// of the `forms` ([`Shape::forms`]): the fewest main slots at or above `least_slots` that
+/// `trim` (or `less`) reaches, seed 0. `None` when `r` columns of that many slots do not fit.
 fn first_shape(
     payload_bits: u64,
     result_bits: u32,
     least_slots: u64,
-    short: bool,
+    forms: (bool, bool),
 ) -> Option<Shape> {
+    let short = forms.0;
     let whole = whole_slots(payload_bits, result_bits);
     if whole < least_slots || whole == 0 {
         return None;
@@ -566,28 +698,28 @@ fn first_shape(
         result_bits,
         0,
         2,
-        short,
+        forms,
         slot_code,
     ))
 }
 
-/// The fewest main slots the builder tries first for `keys` keys: one spare slot in the
-/// short form, [`spare_slots`] in the long form.
-fn first_least_slots(keys: u64, short: bool) -> u64 {
-    keys + if short { 1 } else { spare_slots(keys) }
+/// The fewest main slots the builder tries first for `keys` keys in a filter of the
+/// `forms`: one spare slot in the short form, [`spare_slots`] in the long form.
+fn first_least_slots(keys: u64, (short, wide): (bool, bool)) -> u64 {
+    keys + if short { 1 } else { spare_slots(keys, wide) }
 }
 
 /// The rate a filter of `keys` keys in `len` bytes gets when the builder's first shape
 /// bands: the model behind [`crate::compact::false_positive_rate_at`] and `for_fp_rate`.
 pub(super) fn modelled_rate(len: usize, keys: u64) -> f64 {
     let payload_bits = len.saturating_sub(trailer_len(len)) as u64 * 8;
-    let short = len < SHORT_BELOW;
-    let least = first_least_slots(keys, short);
+    let forms = Shape::forms(len);
+    let least = first_least_slots(keys, forms);
     let most = (payload_bits / least).min(u64::from(MAX_RESULT_BITS)) as u32;
     if most == 0 {
         return 1.0;
     }
-    match first_shape(payload_bits, most, least, short) {
+    match first_shape(payload_bits, most, least, forms) {
         Some(shape) if shape.short => rate(&shape),
         Some(shape) => rate(&Shape {
             share: first_share(&shape, keys),
@@ -598,21 +730,21 @@ pub(super) fn modelled_rate(len: usize, keys: u64) -> f64 {
 }
 
 /// Scratch space for one part's echelon form: on the stack up to [`STACK_SLOTS`] slots.
-struct Echelon {
-    stack: ([u64; STACK_SLOTS], [u32; STACK_SLOTS]),
-    heap: (Vec<u64>, Vec<u32>),
+struct Echelon<R> {
+    stack: ([R; STACK_SLOTS], [u32; STACK_SLOTS]),
+    heap: (Vec<R>, Vec<u32>),
 }
 
-impl Echelon {
-    fn new() -> Echelon {
+impl<R: Row> Echelon<R> {
+    fn new() -> Echelon<R> {
         Echelon {
-            stack: ([0; STACK_SLOTS], [0; STACK_SLOTS]),
+            stack: ([R::ZERO; STACK_SLOTS], [0; STACK_SLOTS]),
             heap: (Vec::new(), Vec::new()),
         }
     }
 
     /// `slots` zeroed rows and results; `None` if the memory is not there.
-    fn rows(&mut self, slots: u64) -> Option<(&mut [u64], &mut [u32])> {
+    fn rows(&mut self, slots: u64) -> Option<(&mut [R], &mut [u32])> {
         let slots = usize::try_from(slots).ok()?;
         let (rows, results) = if slots <= STACK_SLOTS {
             (&mut self.stack.0[..slots], &mut self.stack.1[..slots])
@@ -620,11 +752,11 @@ impl Echelon {
             let more = slots.saturating_sub(self.heap.0.len());
             self.heap.0.try_reserve_exact(more).ok()?;
             self.heap.1.try_reserve_exact(more).ok()?;
-            self.heap.0.resize(slots, 0);
+            self.heap.0.resize(slots, R::ZERO);
             self.heap.1.resize(slots, 0);
             (&mut self.heap.0[..slots], &mut self.heap.1[..slots])
         };
-        rows.fill(0);
+        rows.fill(R::ZERO);
         results.fill(0);
         Some((rows, results))
     }
@@ -649,21 +781,32 @@ const SLOT_COUNTS_PER_R: u32 = 8;
 /// equations is a valid filter; this one sets the slots that no equation ends on to zero.
 #[inline(always)]
 fn build_filter(hashes: &[u64], filter: &mut [u8]) -> bool {
-    let short = filter.len() < SHORT_BELOW;
+    if filter.len() >= WIDE_FROM {
+        build_rows::<u128>(hashes, filter)
+    } else {
+        build_rows::<u64>(hashes, filter)
+    }
+}
+
+/// [`build_filter`] with the rows of the filter's form.
+#[inline(always)]
+fn build_rows<R: Row>(hashes: &[u64], filter: &mut [u8]) -> bool {
+    let forms = Shape::forms(filter.len());
+    let short = forms.0;
     let Some(payload_len) = filter.len().checked_sub(trailer_len(filter.len())) else {
         return false;
     };
     let payload_bits = payload_len as u64 * 8;
     let keys = hashes.len() as u64;
     let (payload, trailer) = filter.split_at_mut(payload_len);
-    let (mut main, mut extra) = (Echelon::new(), Echelon::new());
+    let (mut main, mut extra) = (Echelon::<R>::new(), Echelon::<R>::new());
     let (mut selected, mut sorted) = (Vec::new(), Vec::new());
-    let first_least = first_least_slots(keys, short);
+    let first_least = first_least_slots(keys, forms);
     let most = (payload_bits / first_least).min(u64::from(MAX_RESULT_BITS)) as u32;
     for result_bits in (1..=most).rev() {
         let mut least = first_least;
         for _ in 0..SLOT_COUNTS_PER_R {
-            let Some(first) = first_shape(payload_bits, result_bits, least, short) else {
+            let Some(first) = first_shape(payload_bits, result_bits, least, forms) else {
                 break;
             };
             let shares = if short {
@@ -689,7 +832,11 @@ fn build_filter(hashes: &[u64], filter: &mut [u8]) -> bool {
                     sorted.sort_unstable_by_key(|&h| shape.mixed(h));
                     &sorted[..]
                 };
-                if !band(rows, results, hashes.iter().map(|&h| shape.key(h).main)) {
+                if !band(
+                    rows,
+                    results,
+                    hashes.iter().map(|&h| shape.key::<R>(h).main),
+                ) {
                     continue;
                 }
                 for share in shares.clone() {
@@ -701,7 +848,7 @@ fn build_filter(hashes: &[u64], filter: &mut [u8]) -> bool {
                     selected.extend(
                         hashes
                             .iter()
-                            .map(|&h| shape.key(h))
+                            .map(|&h| shape.key::<R>(h))
                             .filter(|key| key.selected)
                             .map(|key| key.extra),
                     );
@@ -714,7 +861,8 @@ fn build_filter(hashes: &[u64], filter: &mut [u8]) -> bool {
                     if band(extra_rows, extra_results, selected.iter().copied()) {
                         payload.fill(0);
                         back_substitute(&shape, rows, results, payload);
-                        solve_columns::<1>(extra_rows, extra_results, payload, shape.extra_base());
+                        let base = shape.extra_base();
+                        solve_columns::<R, 1>(extra_rows, extra_results, payload, base);
                         let (params, params_len) = shape.params();
                         trailer[..params_len].copy_from_slice(&params[..params_len]);
                         trailer[params_len] = MARKER;
@@ -738,7 +886,7 @@ fn first_share(shape: &Shape, keys: u64) -> u32 {
         let expected = u64::try_from(expected).unwrap_or(u64::MAX);
         // Binomial: the keys selected vary by about their square root.
         expected
-            .saturating_add(spare_slots(expected))
+            .saturating_add(spare_slots(expected, shape.wide))
             .saturating_add(expected.isqrt())
             <= shape.extra_slots
     };
@@ -758,7 +906,11 @@ fn first_share(shape: &Shape, keys: u64) -> u32 {
 /// unless the second ended on the same slot, where it walks on. The result is the echelon
 /// form of banding them one by one, in order.
 #[inline(always)]
-fn band(rows: &mut [u64], results: &mut [u32], equations: impl Iterator<Item = Equation>) -> bool {
+fn band<R: Row>(
+    rows: &mut [R],
+    results: &mut [u32],
+    equations: impl Iterator<Item = Equation<R>>,
+) -> bool {
     let mut equations = equations.peekable();
     while let Some(first) = equations.next() {
         let Some(second) = equations.next() else {
@@ -772,14 +924,14 @@ fn band(rows: &mut [u64], results: &mut [u32], equations: impl Iterator<Item = E
         let mut reduced_to_nothing = false;
         loop {
             let existing = [rows[at[0]], rows[at[1]]];
-            if existing[0] | existing[1] == 0 {
+            if existing[0] | existing[1] == R::ZERO {
                 break;
             }
             // An equation on a free slot XORs zeros and stays there (its bit 0 is set).
             for k in 0..2 {
                 row[k] ^= existing[k];
                 result[k] ^= results[at[k]];
-                reduced_to_nothing |= row[k] == 0;
+                reduced_to_nothing |= row[k] == R::ZERO;
             }
             if reduced_to_nothing {
                 break;
@@ -813,7 +965,7 @@ fn band(rows: &mut [u64], results: &mut [u32], equations: impl Iterator<Item = E
 /// Reduces one equation until it ends on a free slot (`true`), reduces to nothing (`true`,
 /// a duplicate) or to `0 = 1` (`false`).
 #[inline(always)]
-fn walk(equation: Equation, rows: &mut [u64], results: &mut [u32]) -> bool {
+fn walk<R: Row>(equation: Equation<R>, rows: &mut [R], results: &mut [u32]) -> bool {
     let (mut at, mut row, mut result) = (
         equation.start as usize,
         equation.coefficients,
@@ -822,14 +974,14 @@ fn walk(equation: Equation, rows: &mut [u64], results: &mut [u32]) -> bool {
     loop {
         // `at + 63 - row.leading_zeros() < start + w <= slots`: `at` stays in the slots.
         let existing = rows[at];
-        if existing == 0 {
+        if existing == R::ZERO {
             rows[at] = row;
             results[at] = result;
             return true;
         }
         row ^= existing;
         result ^= results[at];
-        if row == 0 {
+        if row == R::ZERO {
             return result == 0;
         }
         let shift = row.trailing_zeros();
@@ -841,11 +993,11 @@ fn walk(equation: Equation, rows: &mut [u64], results: &mut [u32]) -> bool {
 /// Solves the main part's echelon form into `payload`, compiled for each `r` so that the
 /// columns' running windows stay in registers.
 #[inline(always)]
-fn back_substitute(shape: &Shape, rows: &[u64], results: &[u32], payload: &mut [u8]) {
+fn back_substitute<R: Row>(shape: &Shape, rows: &[R], results: &[u32], payload: &mut [u8]) {
     macro_rules! for_each_r {
         ($($r:literal)*) => {
             match shape.result_bits {
-                $($r => solve_columns::<$r>(rows, results, payload, 0),)*
+                $($r => solve_columns::<R, $r>(rows, results, payload, 0),)*
                 _ => unreachable!("1 <= r <= 32"),
             }
         };
@@ -857,20 +1009,25 @@ fn back_substitute(shape: &Shape, rows: &[u64], results: &[u32], payload: &mut [
 /// into `payload` from bit `base + j * slots` on: a slot's bit is its result bit XOR the
 /// parity of the bits above it that its row covers (0 for a slot no row ends on).
 #[inline(always)]
-fn solve_columns<const R: usize>(rows: &[u64], results: &[u32], payload: &mut [u8], base: u64) {
+fn solve_columns<R: Row, const C: usize>(
+    rows: &[R],
+    results: &[u32],
+    payload: &mut [u8],
+    base: u64,
+) {
     let slots = rows.len();
     // `state[j]` bit `k`: column `j`'s solution bit at slot `i + k`.
-    let mut state = [0u64; R];
+    let mut state = [R::ZERO; C];
     for i in (0..slots).rev() {
         let (row, result) = (rows[i], results[i]);
         for (j, word) in state.iter_mut().enumerate() {
             let above = *word << 1;
-            let bit = ((above & row).count_ones() ^ (result >> j)) & 1;
-            *word = above | u64::from(bit);
+            let bit = (above & row).parity() ^ ((result >> j) & 1);
+            *word = above | R::from_bit(bit);
         }
         if i % 64 == 0 {
             for (j, &word) in state.iter().enumerate() {
-                or_bits(payload, base + (j * slots + i) as u64, word);
+                or_bits(payload, base + (j * slots + i) as u64, word.low_word());
             }
         }
     }
@@ -918,7 +1075,7 @@ mod tests {
     /// parameters write back to the same bytes.
     #[test]
     fn every_trailer_fits_its_payload_and_round_trips() {
-        for len in [3usize, 8, 9, 20, 47, 48, 49, 126, 1251, 100_000] {
+        for len in [3usize, 8, 9, 20, 47, 48, 49, 126, 1251, 2047, 2048, 100_000] {
             let values: Box<dyn Iterator<Item = u16>> = if len < SHORT_BELOW {
                 Box::new(0..=255)
             } else {
@@ -936,7 +1093,9 @@ mod tests {
                     shape.extra_base() + shape.extra_slots == bits,
                     "len {len} v {v}"
                 );
-                assert!(shape.width <= shape.slots.max(1) && shape.width <= MAX_WIDTH);
+                let max_width = if len < WIDE_FROM { 57 } else { 120 };
+                assert!(shape.width <= shape.slots.max(1) && shape.width <= max_width);
+                assert!(shape.extra_width <= max_width && shape.wide == (len >= WIDE_FROM));
                 let (params, params_len) = shape.params();
                 assert_eq!(params_len, trailer - 1);
                 let mut rebuilt = filter.clone();
@@ -970,22 +1129,44 @@ mod tests {
         }
     }
 
-    /// The keys the extra part holds are the share the format says, and each answers there
-    /// (a key it holds may match only when its extra bit holds too).
+    /// The keys the extra part holds are the share the format says, in narrow and wide
+    /// filters.
     #[test]
     fn the_extra_part_holds_its_share_of_keys() {
-        let present = hashes(7, 1000);
-        let mut filter = vec![0u8; 1251];
-        assert!(build_filter(&present, &mut filter));
-        let (shape, _) = Shape::read(&filter).unwrap();
-        let selected = present.iter().filter(|&&h| shape.key(h).selected).count() as f64;
-        let share = shape.extra_slots as f64 * SHARES[shape.share as usize] as f64
-            / (16.0 * shape.slots as f64);
-        assert!(shape.extra_slots > 0 && selected > 0.0);
-        assert!(
-            (selected / 1000.0 - share).abs() < 0.06,
-            "{selected} {share}"
-        );
+        for (keys, len) in [(1000, 1251), (3000, 3751)] {
+            let present = hashes(7, keys);
+            let mut filter = vec![0u8; len];
+            assert!(build_filter(&present, &mut filter));
+            let (shape, _) = Shape::read(&filter).unwrap();
+            let selected = present
+                .iter()
+                .filter(|&&h| shape.key::<u128>(h).selected)
+                .count() as f64;
+            let share = shape.extra_slots as f64 * SHARES[shape.share as usize] as f64
+                / (16.0 * shape.slots as f64);
+            assert!(shape.extra_slots > 0 && selected > 0.0);
+            assert!(
+                (selected / keys as f64 - share).abs() < 0.06,
+                "{keys}: {selected} {share}"
+            );
+        }
+    }
+
+    /// Format rule: wide coefficients of at most 57 bits are the narrow ones, so that one
+    /// rule states both.
+    #[test]
+    fn narrow_coefficients_are_the_top_of_the_wide_ones() {
+        let mut rng = fastrand::Rng::with_seed(0x3c);
+        for _ in 0..10_000 {
+            let x = rng.u64(..);
+            for width in 1..=57 {
+                let narrow = <u64 as Row>::coefficients(x, width);
+                assert_eq!(u128::from(narrow), <u128 as Row>::coefficients(x, width));
+                assert!(narrow >> (width - 1) <= 1);
+            }
+            let wide = <u128 as Row>::coefficients(x, 120);
+            assert!(wide >> 119 <= 1 && wide & 1 == 1);
+        }
     }
 
     /// Filters of up to ten million keys build, in the length asked, with the rate the model

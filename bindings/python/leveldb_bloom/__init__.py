@@ -355,12 +355,12 @@ class FilterPolicy(_Owned):
         ``(1 - e^(-k/b))^k`` reaches ``rate`` (LevelDB's filters measure somewhat worse).
         ``Format.COMPACT``: the fewest bits per key, in 64ths, at which every filter of 50
         to 10,000,000 keys gets at most ``rate`` (``docs/compact-format.md``, "Building";
-        1% takes 7.64 bits per key, and filters of 1,000 keys then get about 0.65%; smaller
+        1% takes 7.39 bits per key, and filters of 1,000 keys then get about 0.73%; smaller
         filters may get more). The choice is in ``bits_per_key``.
 
         A ``rate`` outside (0, 1), NaN, or beyond the format's reach (one that would need
         more than 100 bits per key for Bloom, below about 2.5e-18; more than 32 for compact,
-        below about 4e-9) is a ``ValueError``, and so is an unknown
+        below about 8e-10) is a ``ValueError``, and so is an unknown
         ``format``; a non-number ``rate`` or a ``format`` that is not an int is a
         ``TypeError``.
         """

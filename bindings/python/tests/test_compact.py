@@ -147,15 +147,15 @@ def test_for_fp_rate_out_of_range_is_a_value_error(rate, fmt):
 
 @pytest.mark.parametrize("fmt", list(lb.Format))
 def test_for_fp_rate_out_of_reach_is_a_value_error(fmt):
-    # Bloom reaches about 2.5e-18 (100 bits per key), compact about 4e-9 (32 bits per key
-    # for filters of ten million keys).
+    # Bloom reaches about 2.5e-18 (100 bits per key), compact about 8e-10 (32 bits per key
+    # for filters of about 60 keys, the size that needs the most).
     for rate in (1e-300, 1e-20, 5e-324):
         with pytest.raises(ValueError, match="beyond the reach") as e:
             lb.FilterPolicy.for_fp_rate(rate, fmt)
         assert not isinstance(e.value, MemoryError)
     with pytest.raises(ValueError, match="beyond the reach of the COMPACT format"):
-        lb.FilterPolicy.for_fp_rate(3e-9, lb.Format.COMPACT)
-    lb.FilterPolicy.for_fp_rate(1e-8, lb.Format.COMPACT).close()
+        lb.FilterPolicy.for_fp_rate(6e-10, lb.Format.COMPACT)
+    lb.FilterPolicy.for_fp_rate(1e-9, lb.Format.COMPACT).close()
 
 
 @pytest.mark.parametrize("fmt", [2, -1, 100])
@@ -310,8 +310,9 @@ def test_false_positive_rate_well_below_bloom():
 
 
 def test_for_fp_rate_compact_meets_its_target():
-    """for_fp_rate(1%, COMPACT) measured on 100-key filters: under 1% (about half of it: the
-    bits per key cover filters of up to ten million keys, which need more spare slots)."""
+    """for_fp_rate(1%, COMPACT) measured on 100-key filters: under 1% (below it: the bits per
+    key cover every size from 50 keys to ten million, and filters of about 50 keys need the
+    most)."""
     rng = random.Random(11)
     fp = probes = 0
     with lb.FilterPolicy.for_fp_rate(0.01, lb.Format.COMPACT) as p:
