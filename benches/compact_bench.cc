@@ -59,7 +59,9 @@ const char* const kMeasureName[kNumMeasures] = {"create", "present", "absent", "
 struct Config : bench::CommonConfig {
   // (bits per key, key length) pairs, each with every keys-per-filter value.
   std::vector<int> bits_per_key{6, 8, 10, 12, 16};
-  std::vector<int> keys_per_filter{10, 20, 50, 100, 200, 1000};
+  // 10 to 1,000: LevelDB's tables; 10,000 and 100,000: the C API's large filters, wide
+  // (2,048 bytes or more) at every setting.
+  std::vector<int> keys_per_filter{10, 20, 50, 100, 200, 1000, 10000, 100000};
   int key_len = 16;
   std::vector<int> extra_key_lens{8, 24, 64};  // more row sets, at extra_bpk
   int extra_bpk = 10;

@@ -174,9 +174,15 @@ trait Row:
 }
 
 /// Implements [`Row`] for `$row`, whose windows are at most `$max_width` bits, with the
-/// coefficients of `$x` and `$width` given by the form's rule `$coefficients`.
+/// coefficients of `$x` and `$width` given by the form's rule `$coefficients`, and `$folded`
+/// a word of `$bits` with the same parity.
 macro_rules! row {
-    ($row:ty, $max_width:literal, |$x:ident, $width:ident| $coefficients:expr) => {
+    (
+        $row:ty,
+        $max_width:literal,
+        |$x:ident, $width:ident| $coefficients:expr,
+        |$bits:ident| $folded:expr
+    ) => {
         impl Row for $row {
             const ZERO: $row = 0;
             const MAX_WIDTH: u64 = $max_width;
@@ -199,7 +205,9 @@ macro_rules! row {
 
             #[inline(always)]
             fn parity(self) -> u32 {
-                self.count_ones() & 1
+                let $bits = self;
+                let folded: u64 = $folded;
+                folded.count_ones() & 1
             }
 
             #[inline(always)]
@@ -220,15 +228,24 @@ macro_rules! row {
     };
 }
 
-row!(u64, 57, |x, width| (x.wrapping_mul(0xbf58_476d_1ce4_e5b9)
-    >> (64 - width))
-    | 1);
+row!(
+    u64,
+    57,
+    |x, width| (x.wrapping_mul(0xbf58_476d_1ce4_e5b9) >> (64 - width)) | 1,
+    |bits| bits
+);
 
-row!(u128, 120, |x, width| {
-    let bits = u128::from(x.wrapping_mul(0xbf58_476d_1ce4_e5b9)) << 64
-        | u128::from(x.wrapping_mul(0xc2b2_ae3d_27d4_eb4f));
-    (bits >> (128 - width)) | 1
-});
+// The halves' XOR has the parity of both: one popcount instead of two.
+row!(
+    u128,
+    120,
+    |x, width| {
+        let bits = u128::from(x.wrapping_mul(0xbf58_476d_1ce4_e5b9)) << 64
+            | u128::from(x.wrapping_mul(0xc2b2_ae3d_27d4_eb4f));
+        (bits >> (128 - width)) | 1
+    },
+    |bits| (bits ^ (bits >> 64)) as u64
+);
 
 /// One equation: the XOR of the solution's bits `start + i` for each set bit `i` of
 /// `coefficients` is `result` (one bit per column).
