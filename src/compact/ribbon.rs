@@ -160,12 +160,28 @@ trait Row:
     /// `(x * 0xbf58476d1ce4e5b9) * 2^64 + x * 0xc2b2ae3d27d4eb4f`, lowest bit set (in narrow
     /// filters, `width <= 57`, the first product alone).
     fn coefficients(x: u64, width: u64) -> Self;
+    /// Whether a main-part window never needs the end's clamp: true of wide filters, whose
+    /// `m >= 385` slots (2,048 bytes, `r <= 32`, `trim <= 127`) make `w = 120`, so that a
+    /// window at `at <= r * m - 120 <= P - 120` reads its 16 bytes before the marker.
+    const MAIN_INSIDE: bool;
     /// The bits of `bytes` (at least the row's size) from bit `at` on, as many as
     /// [`Row::MAX_WIDTH`] or more: the row's bytes at `at`'s byte, or the last ones of `bytes`
     /// where those would run past the end (a clamp that also spares the read its bounds
     /// check). Every window a query reads ends inside the payload, at least 16 bits before
-    /// the end of `bytes`, so the shift stays inside the row either way.
-    fn window(bytes: &[u8], at: u64) -> Self;
+    /// the end of `bytes`, so the shift stays inside the row either way. `inside`: the read
+    /// is known not to need the clamp, so the shift is `at mod 8` (below 64, which spares
+    /// `u128` shifts their test for the upper half).
+    fn read(bytes: &[u8], at: u64, inside: bool) -> Self;
+    /// [`Row::read`], any window.
+    #[inline(always)]
+    fn window(bytes: &[u8], at: u64) -> Self {
+        Self::read(bytes, at, false)
+    }
+    /// [`Row::read`], a main-part window.
+    #[inline(always)]
+    fn main_window(bytes: &[u8], at: u64) -> Self {
+        Self::read(bytes, at, Self::MAIN_INSIDE)
+    }
     fn parity(self) -> u32;
     fn trailing_zeros(self) -> u32;
     fn from_bit(bit: u32) -> Self;
@@ -180,12 +196,14 @@ macro_rules! row {
     (
         $row:ty,
         $max_width:literal,
+        $main_inside:literal,
         |$x:ident, $width:ident| $coefficients:expr,
         |$bits:ident| $folded:expr
     ) => {
         impl Row for $row {
             const ZERO: $row = 0;
             const MAX_WIDTH: u64 = $max_width;
+            const MAIN_INSIDE: bool = $main_inside;
 
             #[inline(always)]
             fn coefficients($x: u64, $width: u64) -> $row {
@@ -193,14 +211,18 @@ macro_rules! row {
             }
 
             #[inline(always)]
-            fn window(bytes: &[u8], at: u64) -> $row {
+            fn read(bytes: &[u8], at: u64, inside: bool) -> $row {
                 const SIZE: usize = size_of::<$row>();
                 let Some(last) = bytes.len().checked_sub(SIZE) else {
                     return 0;
                 };
                 let byte = ((at / 8) as usize).min(last);
                 let word = <$row>::from_le_bytes(bytes[byte..][..SIZE].try_into().expect("a row"));
-                word >> ((at - 8 * byte as u64) & (<$row>::BITS as u64 - 1))
+                if inside {
+                    word >> (at % 8)
+                } else {
+                    word >> ((at - 8 * byte as u64) & (<$row>::BITS as u64 - 1))
+                }
             }
 
             #[inline(always)]
@@ -231,6 +253,7 @@ macro_rules! row {
 row!(
     u64,
     57,
+    false,
     |x, width| (x.wrapping_mul(0xbf58_476d_1ce4_e5b9) >> (64 - width)) | 1,
     |bits| bits
 );
@@ -239,6 +262,7 @@ row!(
 row!(
     u128,
     120,
+    true,
     |x, width| {
         let bits = u128::from(x.wrapping_mul(0xbf58_476d_1ce4_e5b9)) << 64
             | u128::from(x.wrapping_mul(0xc2b2_ae3d_27d4_eb4f));
@@ -562,7 +586,7 @@ impl<'f> Readable<'f> {
         let mut bit = equation.start + u64::from(columns - 1) * self.shape.slots;
         let mut found = 0;
         for _ in 0..columns {
-            found = found << 1 | (R::window(self.bytes, bit) & equation.coefficients).parity();
+            found = found << 1 | (R::main_window(self.bytes, bit) & equation.coefficients).parity();
             bit = bit.wrapping_sub(self.shape.slots);
         }
         found
