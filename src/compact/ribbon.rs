@@ -352,7 +352,7 @@ impl Shape {
                 return None;
             };
             let v = u32::from(*v);
-            let forms = (true, false);
+            let forms = Shape::forms(filter.len());
             let shape = Shape::new(bits(payload), (v & 31) + 1, (v >> 5) & 3, 2, forms, v >> 7);
             Some((shape, payload))
         } else {
@@ -361,7 +361,7 @@ impl Shape {
             };
             let v = u32::from(u16::from_le_bytes([*lo, *hi]));
             let (r, seed, share) = ((v & 31) + 1, (v >> 5) & 3, (v >> 7) & 3);
-            let forms = (false, filter.len() >= WIDE_FROM);
+            let forms = Shape::forms(filter.len());
             let shape = Shape::new(bits(payload), r, seed, share, forms, v >> 9);
             Some((shape, payload))
         }
