@@ -9,6 +9,7 @@
 //! | Bloom filter creation, batch queries (`bloom::lanes`) | eight keys in AVX2 lanes | scalar | scalar |
 //! | ribbon query (`compact::ribbon`) | popcnt and BMI2 | popcnt | portable |
 //! | ribbon creation | popcnt | popcnt | portable |
+//! | the C API's single-key Bloom query | BMI2 | scalar | scalar |
 //!
 //! `AVX2` is an x86-64 processor with AVX2, BMI1, BMI2 and popcnt; `POPCNT` one with
 //! popcnt; every other processor, and every other architecture, runs `PORTABLE`. The level
@@ -21,6 +22,10 @@
 //!
 //! Any other value gets one line on standard error and `auto`: a typo must not silently
 //! test the wrong code, nor stop a program that only wanted its filters.
+//!
+//! Code outside this crate that compiles its own copy of a routine for wider instructions
+//! (the C API's single-key Bloom query, built for BMI2) asks [`instructions`], so that the
+//! same choice and the same switch reach it.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -50,6 +55,32 @@ impl Level {
     #[inline(always)]
     pub(crate) fn has_avx2(self) -> bool {
         self >= Level::AVX2
+    }
+}
+
+/// The instruction set this process's filter code runs: the best this processor has, unless
+/// `LEVELDB_BLOOM_SIMD=portable` pinned the portable code. Chosen at the first call that
+/// needs it, and the same for the whole process after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Instructions {
+    /// The target's baseline instructions: every processor, every architecture.
+    Portable,
+    /// x86-64 with popcnt.
+    Popcnt,
+    /// x86-64 with AVX2, BMI1, BMI2 and popcnt.
+    Avx2,
+}
+
+/// The instruction set this process's filter code runs (see [`Instructions`]).
+pub fn instructions() -> Instructions {
+    let level = level();
+    if level.has_avx2() {
+        Instructions::Avx2
+    } else if level.has_popcnt() {
+        Instructions::Popcnt
+    } else {
+        Instructions::Portable
     }
 }
 

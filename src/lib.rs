@@ -42,9 +42,10 @@ mod policy;
 mod remainder;
 mod stats;
 
-pub use any_policy::AnyPolicy;
+pub use any_policy::{AnyPolicy, Format};
 pub use bloom::BloomPolicy;
 pub use compact::CompactPolicy;
+pub use cpu::{Instructions, instructions};
 pub use error::Error;
 pub use filter_block::{FILTER_BASE_LG, FilterBlockBuilder, FilterBlockReader};
 pub use policy::{FilterPolicy, NAME};

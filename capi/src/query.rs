@@ -12,14 +12,13 @@ use std::slice;
 
 use super::boundary::guard;
 use super::handle::{Query, leveldb_bloom_policy};
-use leveldb_bloom::{AnyPolicy, FilterPolicy};
+use leveldb_bloom::{AnyPolicy, FilterPolicy, Instructions};
 
-/// The [`Query`] for `policy`, counting or not.
+/// The [`Query`] for `policy`, counting or not, compiled for the instructions the library
+/// runs (`leveldb_bloom::instructions`: its one choice, which `LEVELDB_BLOOM_SIMD` pins).
 pub(crate) fn query_for(policy: &AnyPolicy, counts: bool) -> Query {
-    #[cfg(target_arch = "x86_64")]
-    let bmi2 = std::arch::is_x86_feature_detected!("bmi2");
-    #[cfg(not(target_arch = "x86_64"))]
-    let bmi2 = false;
+    // The AVX2 level includes BMI2.
+    let bmi2 = leveldb_bloom::instructions() == Instructions::Avx2;
     match (policy, counts, bmi2) {
         #[cfg(target_arch = "x86_64")]
         (AnyPolicy::Bloom(_), false, true) => bloom_bmi2,
@@ -176,4 +175,32 @@ fn compact_key_may_match(format: &AnyPolicy, key: &[u8], filter: &[u8]) -> bool 
 #[inline(never)]
 fn other_key_may_match(format: &AnyPolicy, key: &[u8], filter: &[u8]) -> bool {
     format.key_may_match(key, filter)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leveldb_bloom::BloomPolicy;
+
+    /// The library's one choice of instructions reaches the C API's query:
+    /// `LEVELDB_BLOOM_SIMD=portable` (the test command runs this test under it too) gives
+    /// the query compiled for the target's baseline.
+    #[test]
+    fn the_bloom_query_follows_the_library_s_choice() {
+        let policy = AnyPolicy::Bloom(BloomPolicy::new(10).unwrap());
+        let chosen = query_for(&policy, false);
+        let is = |query: Query| std::ptr::fn_addr_eq(chosen, query);
+        let portable = std::env::var("LEVELDB_BLOOM_SIMD").is_ok_and(|v| v == "portable");
+        #[cfg(target_arch = "x86_64")]
+        {
+            let bmi2 = is(bloom_bmi2);
+            assert_eq!(bmi2, leveldb_bloom::instructions() == Instructions::Avx2);
+            if portable {
+                assert!(!bmi2, "LEVELDB_BLOOM_SIMD=portable must not run BMI2 code");
+            }
+        }
+        if portable || cfg!(not(target_arch = "x86_64")) {
+            assert!(is(bloom));
+        }
+    }
 }
