@@ -1,9 +1,38 @@
-//! A policy whose format is chosen at run time.
+//! The filter formats, and a policy whose format is chosen at run time.
 
 use crate::bloom::BloomPolicy;
 use crate::compact::CompactPolicy;
 use crate::error::Error;
 use crate::policy::{FilterPolicy, sealed::WriteFilter};
+
+/// A filter format: what a policy builds. Every name for the choice (the C API's
+/// `leveldb_bloom_format`, the drop-in's `LEVELDB_BLOOM_FORMAT`, the command's `--format`, the
+/// bindings') is this one's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// LevelDB's own Bloom filters, byte for byte ([`BloomPolicy`]).
+    Bloom,
+    /// The compact format ([`CompactPolicy`]): stock LevelDB answers its filters "may match".
+    Compact,
+}
+
+impl Format {
+    /// Every format, the default first.
+    pub const ALL: [Format; 2] = [Format::Bloom, Format::Compact];
+
+    /// The format's name where a program or a person spells it: `"bloom"`, `"compact"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Format::Bloom => "bloom",
+            Format::Compact => "compact",
+        }
+    }
+
+    /// The format a name spells ([`Format::name`]), exactly; `None` for any other text.
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|format| format.name() == name)
+    }
+}
 
 /// A policy of either format, chosen at run time (a setting, an environment variable): it
 /// builds and answers as the policy it holds.
@@ -23,6 +52,16 @@ pub enum AnyPolicy {
     Bloom(BloomPolicy),
     /// The compact format.
     Compact(CompactPolicy),
+}
+
+impl AnyPolicy {
+    /// The format this policy builds.
+    pub const fn format(&self) -> Format {
+        match self {
+            AnyPolicy::Bloom(_) => Format::Bloom,
+            AnyPolicy::Compact(_) => Format::Compact,
+        }
+    }
 }
 
 impl FilterPolicy for AnyPolicy {
@@ -64,5 +103,26 @@ impl WriteFilter for AnyPolicy {
             AnyPolicy::Bloom(p) => p.write_filter(keys, filter),
             AnyPolicy::Compact(p) => p.write_filter(keys, filter),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_format_is_found_by_its_name_alone() {
+        for format in Format::ALL {
+            assert_eq!(Format::from_name(format.name()), Some(format));
+        }
+        for other in ["", "Bloom", "compact ", "ribbon"] {
+            assert_eq!(Format::from_name(other), None, "{other:?}");
+        }
+        let bloom = AnyPolicy::Bloom(BloomPolicy::new(10).unwrap());
+        let compact = AnyPolicy::Compact(CompactPolicy::new(10.0).unwrap());
+        assert_eq!(
+            (bloom.format(), compact.format()),
+            (Format::Bloom, Format::Compact)
+        );
     }
 }

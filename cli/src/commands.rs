@@ -7,10 +7,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::files::{self, ReadError, shown};
-use crate::leveldb::{Db, NewFilters};
+use crate::leveldb::{Db, builds};
 use crate::lock::{DatabaseLock, LockError};
 use crate::manifest;
 use crate::report::{self, Keys, TableReport};
+use leveldb_bloom::AnyPolicy;
 
 /// All is well.
 pub const OK: u8 = 0;
@@ -376,7 +377,7 @@ pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
 /// new policy. Its own compaction writes the new tables and then the MANIFEST that names
 /// them, so the database stays readable whatever fails on the way. Succeeds only when every
 /// table of the current version then carries the new filters and LevelDB reported no error.
-pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
+pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
     if !path.is_dir() || !manifest::is_database(path) {
         return Err(Failure::error(format!(
             "{}: not a LevelDB database directory (no CURRENT file)",
@@ -402,7 +403,7 @@ pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
     let snappy = before.iter().any(|t| t.compressed_blocks > 0);
     emit(&report::summary("before", &report::total(&before)))?;
     let leveldb_error = {
-        let db = Db::open(path, Some(filters), snappy, false)
+        let db = Db::open(path, Some(policy), snappy, false)
             .map_err(|e| Failure::error(open_failure(path, &e)))?;
         rewrite_all(&db, &before).err()
     };
@@ -412,7 +413,7 @@ pub fn upgrade(path: &Path, filters: NewFilters) -> Result<u8, Failure> {
     emit(&report::summary("after", &report::total(&after)))?;
     let stale: Vec<&str> = after
         .iter()
-        .filter(|t| !t.problems.is_empty() || !carries(t, filters))
+        .filter(|t| !t.problems.is_empty() || !carries(t, policy))
         .map(|t| t.file.as_str())
         .collect();
     if stale.is_empty() && leveldb_error.is_none() {
@@ -485,14 +486,14 @@ fn rewrite_all(db: &Db, tables: &[TableReport]) -> Result<(), String> {
     db.put(key, value)
 }
 
-/// Whether a table carries `filters`: a filter block under LevelDB's policy name whose
-/// every filter is as long as the new policy builds it for its keys, and of its format.
-fn carries(t: &TableReport, filters: NewFilters) -> bool {
+/// Whether a table carries `policy`'s filters: a filter block under LevelDB's policy name
+/// whose every filter is as long as the new policy builds it for its keys, and of its format.
+fn carries(t: &TableReport, policy: AnyPolicy) -> bool {
     t.filters_read
         && t.filter_shapes.iter().all(|shape| match shape.filter {
             None => false,
             Some((len, _)) if shape.keys == 0 => len == 0,
-            Some((len, last)) => filters.builds(shape.keys, len, last),
+            Some((len, last)) => builds(policy, shape.keys, len, last),
         })
 }
 

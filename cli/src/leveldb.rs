@@ -7,63 +7,50 @@ use std::ffi::{CStr, CString, c_char, c_int};
 use std::path::Path;
 use std::ptr;
 
-use leveldb_bloom::{BloomPolicy, CompactPolicy, FilterPolicy};
+use leveldb_bloom::{AnyPolicy, BloomPolicy, CompactPolicy, FilterPolicy, Format};
 use leveldb_bloom_capi::{
     leveldb_bloom_cb_create_filter, leveldb_bloom_cb_destructor, leveldb_bloom_cb_key_may_match,
     leveldb_bloom_cb_name, leveldb_bloom_policy_create_compact,
 };
 use leveldb_sys::*;
 
-/// The filter format `upgrade` writes.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum NewFilters {
-    /// LevelDB's own Bloom policy (`leveldb_filterpolicy_create_bloom`).
-    Bloom(i32),
-    /// leveldb-bloom's compact policy, through `leveldb_filterpolicy_create`'s callbacks.
-    Compact(f64),
-}
-
-impl NewFilters {
-    /// Bloom filters at a whole number of bits per key from 1 to 1000 (more could only be
-    /// a mistake: 1000 bits per key is already a false-positive rate of 10^-200).
-    pub fn bloom(bits_per_key: f64) -> Result<NewFilters, String> {
-        if bits_per_key.fract() == 0.0 && (1.0..=1000.0).contains(&bits_per_key) {
-            Ok(NewFilters::Bloom(bits_per_key as i32))
-        } else {
-            Err(format!(
-                "--bits-per-key {bits_per_key}: Bloom filters take a whole number from 1 to 1000"
+/// The policy `upgrade` writes with, in `format` at `bits_per_key`: Bloom filters at a whole
+/// number of bits per key from 1 to 1000 (more could only be a mistake: 1000 bits per key is
+/// already a false-positive rate of 10^-200), written by LevelDB's own Bloom policy
+/// (`leveldb_filterpolicy_create_bloom`); compact filters at what `CompactPolicy` takes (0 to
+/// 32), through `leveldb_filterpolicy_create`'s callbacks.
+pub fn new_policy(format: Format, bits_per_key: f64) -> Result<AnyPolicy, String> {
+    match format {
+        Format::Bloom if bits_per_key.fract() == 0.0 && (1.0..=1000.0).contains(&bits_per_key) => {
+            Ok(AnyPolicy::Bloom(
+                BloomPolicy::new(bits_per_key as i32).expect("1 to 1000 bits per key"),
             ))
         }
+        Format::Bloom => Err(format!(
+            "--bits-per-key {bits_per_key}: Bloom filters take a whole number from 1 to 1000"
+        )),
+        Format::Compact => CompactPolicy::new(bits_per_key)
+            .map(AnyPolicy::Compact)
+            .map_err(|_| {
+                format!(
+                    "--bits-per-key {bits_per_key}: compact filters take a number from 0 to {}",
+                    leveldb_bloom::compact::MAX_BITS_PER_KEY
+                )
+            }),
     }
+}
 
-    /// Compact filters at the bits per key `CompactPolicy` takes (0 to 32).
-    pub fn compact(bits_per_key: f64) -> Result<NewFilters, String> {
-        match CompactPolicy::new(bits_per_key) {
-            Ok(_) => Ok(NewFilters::Compact(bits_per_key)),
-            Err(_) => Err(format!(
-                "--bits-per-key {bits_per_key}: compact filters take a number from 0 to {}",
-                leveldb_bloom::compact::MAX_BITS_PER_KEY
-            )),
-        }
-    }
-
-    /// Whether a filter of `len` bytes ending in `last` is what this policy builds for
-    /// `keys` keys.
-    pub fn builds(self, keys: u64, len: usize, last: Option<u8>) -> bool {
-        let keys = usize::try_from(keys).unwrap_or(usize::MAX);
-        match self {
-            NewFilters::Bloom(bits) => {
-                let policy = BloomPolicy::new(bits).expect("validated");
-                policy.filter_len(keys) == Ok(len) && last == Some(policy.probes())
-            }
-            NewFilters::Compact(bits) => {
-                let policy = CompactPolicy::new(bits).expect("validated");
-                // An all-zero filter where no compact filter fits in the space.
-                policy.filter_len(keys) == Ok(len)
-                    && (last == Some(leveldb_bloom::compact::MARKER) || last == Some(0))
+/// Whether a filter of `len` bytes ending in `last` is what `policy` builds for `keys` keys.
+pub fn builds(policy: AnyPolicy, keys: u64, len: usize, last: Option<u8>) -> bool {
+    let keys = usize::try_from(keys).unwrap_or(usize::MAX);
+    policy.filter_len(keys) == Ok(len)
+        && match policy {
+            AnyPolicy::Bloom(bloom) => last == Some(bloom.probes()),
+            // An all-zero filter where no compact filter fits in the space.
+            AnyPolicy::Compact(_) => {
+                last == Some(leveldb_bloom::compact::MARKER) || last == Some(0)
             }
         }
-    }
 }
 
 /// A LevelDB error message, taken from (and freeing) LevelDB's `errptr`.
@@ -91,22 +78,25 @@ pub struct Db {
 }
 
 impl Db {
-    /// Opens the database at `path` (creating it if `create`) with `filters` (no filter
+    /// Opens the database at `path` (creating it if `create`) with `policy` (no filter
     /// policy if `None`) and `snappy` compression or none. Fails with LevelDB's message,
     /// e.g. when another process holds its lock.
     pub fn open(
         path: &Path,
-        filters: Option<NewFilters>,
+        policy: Option<AnyPolicy>,
         snappy: bool,
         create: bool,
     ) -> Result<Db, String> {
         let name = CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|_| "the path holds a NUL byte".to_string())?;
-        let policy = match filters {
+        let policy = match policy {
             None => ptr::null_mut(),
             // SAFETY: no preconditions; returns an owned policy.
-            Some(NewFilters::Bloom(bits)) => unsafe { leveldb_filterpolicy_create_bloom(bits) },
-            Some(NewFilters::Compact(bits)) => {
+            Some(AnyPolicy::Bloom(bloom)) => unsafe {
+                leveldb_filterpolicy_create_bloom(bloom.bits_per_key())
+            },
+            Some(AnyPolicy::Compact(compact)) => {
+                let bits = compact.bits_per_key();
                 let state = leveldb_bloom_policy_create_compact(bits);
                 if state.is_null() {
                     return Err(format!("invalid bits per key for compact filters: {bits}"));

@@ -7,8 +7,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use leveldb_bloom::Format;
 use leveldb_bloom_cli::commands;
-use leveldb_bloom_cli::leveldb::NewFilters;
+use leveldb_bloom_cli::leveldb::new_policy;
 use leveldb_bloom_cli::report::Keys;
 
 #[derive(Parser)]
@@ -32,12 +33,19 @@ enum KeyKind {
     User,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum Format {
-    /// LevelDB's own Bloom filters (leveldb.BuiltinBloomFilter2).
-    Bloom,
-    /// leveldb-bloom's compact filters (read by stock LevelDB as "may match").
-    Compact,
+/// `--format`: the library's formats by their names, each with its help line.
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let help = |format| match format {
+        Format::Bloom => "LevelDB's own Bloom filters (leveldb.BuiltinBloomFilter2)",
+        Format::Compact => {
+            "leveldb-bloom's compact filters (read by stock LevelDB as \"may match\")"
+        }
+    };
+    PossibleValuesParser::new(
+        Format::ALL.map(|format| PossibleValue::new(format.name()).help(help(format))),
+    )
+    .map(|name| Format::from_name(&name).expect("one of the possible values"))
 }
 
 #[derive(Subcommand)]
@@ -78,7 +86,7 @@ enum Command {
     Upgrade {
         /// A database directory.
         path: PathBuf,
-        #[arg(long, value_enum)]
+        #[arg(long, value_parser = format_parser())]
         format: Format,
         /// Bits per key of the new filters (whole numbers for Bloom; default 10).
         #[arg(long, default_value_t = 10.0)]
@@ -118,12 +126,9 @@ fn main() -> ExitCode {
             path,
             format,
             bits_per_key,
-        } => match format {
-            Format::Bloom => NewFilters::bloom(bits_per_key),
-            Format::Compact => NewFilters::compact(bits_per_key),
-        }
-        .map_err(commands::Failure::error)
-        .and_then(|filters| commands::upgrade(&path, filters)),
+        } => new_policy(format, bits_per_key)
+            .map_err(commands::Failure::error)
+            .and_then(|policy| commands::upgrade(&path, policy)),
     };
     match result {
         Ok(status) => ExitCode::from(status),

@@ -7,16 +7,24 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use leveldb_bloom_cli::leveldb::NewFilters;
+use leveldb_bloom::{AnyPolicy, CompactPolicy};
 use leveldb_bloom_cli::table::{self, RawBlock, Table};
 
 #[test]
 fn inspect_counts_what_leveldb_iterates_and_verify_passes() {
-    let cases: [(&str, Option<NewFilters>, bool); 5] = [
-        ("bloom-snappy", Some(NewFilters::Bloom(10)), true),
-        ("bloom-plain", Some(NewFilters::Bloom(10)), false),
-        ("compact-snappy", Some(NewFilters::Compact(10.0)), true),
-        ("compact-plain", Some(NewFilters::Compact(8.5)), false),
+    let cases: [(&str, Option<AnyPolicy>, bool); 5] = [
+        ("bloom-snappy", Some(BLOOM), true),
+        ("bloom-plain", Some(BLOOM), false),
+        (
+            "compact-snappy",
+            Some(AnyPolicy::Compact(CompactPolicy::new(10.0).unwrap())),
+            true,
+        ),
+        (
+            "compact-plain",
+            Some(AnyPolicy::Compact(CompactPolicy::new(8.5).unwrap())),
+            false,
+        ),
         ("no-filter", None, true),
     ];
     for (name, filters, snappy) in cases {
@@ -47,8 +55,8 @@ fn inspect_counts_what_leveldb_iterates_and_verify_passes() {
                     assert_eq!(t["filter_policy"], "leveldb.BuiltinBloomFilter2");
                     let filters = t["filters"].as_u64().unwrap();
                     let (kind, not) = match f {
-                        NewFilters::Bloom(_) => ("bloom_filters", "compact_filters"),
-                        NewFilters::Compact(_) => ("compact_filters", "bloom_filters"),
+                        AnyPolicy::Bloom(_) => ("bloom_filters", "compact_filters"),
+                        AnyPolicy::Compact(_) => ("compact_filters", "bloom_filters"),
                     };
                     // Empty filters (LevelDB starts one every 2 KiB of block offsets) count
                     // as other.

@@ -16,7 +16,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use common::*;
-use leveldb_bloom_cli::leveldb::{Db, NewFilters};
+use leveldb_bloom_cli::leveldb::Db;
 use serde_json::Value;
 
 /// Whether every live table of the database carries compact filters (the upgrade's work):
@@ -210,7 +210,7 @@ fn a_database_another_process_holds_is_refused_and_left_alone() {
     let n = 2000;
     let (_tmp, dir, expected) = bloom_db(n);
     let before = inspect_json(&dir);
-    let held = Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).unwrap();
+    let held = Db::open(&dir, Some(BLOOM), true, false).unwrap();
     let out = run_bounded(&["upgrade", dir.to_str().unwrap(), "--format", "compact"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
@@ -235,7 +235,7 @@ fn a_database_another_process_holds_is_refused_and_left_alone() {
 fn twin_databases(tmp: &Path, n: u64) -> (PathBuf, PathBuf, Expected) {
     let write = |dir: &Path, prefix: u8| {
         let mut expected = Expected::new();
-        let db = Db::open(dir, Some(NewFilters::Bloom(10)), false, true).unwrap();
+        let db = Db::open(dir, Some(BLOOM), false, true).unwrap();
         for i in 0..n {
             let mut k = key(i);
             k[0] = prefix;
@@ -262,7 +262,7 @@ fn twin_key(i: u64) -> Vec<u8> {
 /// How many of the first database's records stock LevelDB reads back from `dir`, or `Err`
 /// if it cannot open it.
 fn twin_records_read(dir: &Path, expected: &Expected, n: u64) -> Result<u64, String> {
-    let db = Db::open(dir, Some(NewFilters::Bloom(10)), true, false)?;
+    let db = Db::open(dir, Some(BLOOM), true, false)?;
     Ok((0..n)
         .filter(|&i| db.get(&twin_key(i)).ok().flatten().as_ref() == expected.get(&twin_key(i)))
         .count() as u64)
@@ -436,7 +436,7 @@ fn current_and_manifest_are_read_as_strictly_as_leveldb_reads_them() {
         copy_db(&original, &dir);
         damage(&dir);
         let out = run_bounded(&["verify", dir.to_str().unwrap()]);
-        let opened = Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).map(drop);
+        let opened = Db::open(&dir, Some(BLOOM), true, false).map(drop);
         (out, opened, dir)
     };
     // LevelDB refuses these: so does verify.
@@ -491,7 +491,7 @@ fn a_bad_filter_handle_is_a_warning_not_damage() {
     let tmp = tempfile::tempdir().unwrap();
     let n = 3000;
     let dir = tmp.path().join("db");
-    let expected = write_db(&dir, Some(NewFilters::Bloom(10)), false, n);
+    let expected = write_db(&dir, Some(BLOOM), false, n);
     let table = live_tables(&dir).remove(0);
     let mut bytes = std::fs::read(&table).unwrap();
     let parsed = leveldb_bloom_cli::table::Table::open(&bytes).unwrap();
@@ -591,7 +591,7 @@ fn upgrade_rewrites_tables_without_filters_and_at_other_bits_per_key() {
     let n = 20_000;
     let expected = old_unfiltered_db(&dir, n);
     {
-        let db = Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).unwrap();
+        let db = Db::open(&dir, Some(BLOOM), true, false).unwrap();
         for i in n..n + 5000 {
             db.put(&key(i), b"later").unwrap();
         }

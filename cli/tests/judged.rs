@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
-use leveldb_bloom_cli::leveldb::{Db, NewFilters};
+use leveldb_bloom_cli::leveldb::Db;
 use leveldb_bloom_cli::table::{Table, mask_crc};
 
 fn out_of(out: &std::process::Output) -> String {
@@ -227,7 +227,7 @@ fn a_zeroed_block_inside_a_fragmented_manifest_record_is_damage() {
                 "{}",
                 text(&out)
             );
-            let opened = Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).map(drop);
+            let opened = Db::open(&dir, Some(BLOOM), true, false).map(drop);
             assert!(opened.is_err(), "stock LevelDB opens it");
         } else {
             // The same MANIFEST whole: LevelDB reads it, so must verify.
@@ -385,13 +385,13 @@ fn what_leveldb_reads_in_full_passes() {
 fn a_database_whose_every_key_is_deleted_upgrades_in_one_run() {
     let n = 3000;
     let (_tmp, dir, _) = bloom_db(n);
-    let db = Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).unwrap();
+    let db = Db::open(&dir, Some(BLOOM), true, false).unwrap();
     for i in 0..n {
         db.delete(&key(i)).unwrap();
     }
     drop(db);
     // Reopening writes the deletions into a table of their own.
-    drop(Db::open(&dir, Some(NewFilters::Bloom(10)), true, false).unwrap());
+    drop(Db::open(&dir, Some(BLOOM), true, false).unwrap());
     assert!(!live_tables(&dir).is_empty(), "tables of deletion markers");
     let out = run_bounded(&["upgrade", path_str(&dir), "--format", "compact"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -443,7 +443,7 @@ fn writer_process() {
         return;
     };
     let dir = PathBuf::from(dir);
-    let db = Db::open(&dir, Some(NewFilters::Bloom(10)), true, true).unwrap();
+    let db = Db::open(&dir, Some(BLOOM), true, true).unwrap();
     let stop = dir.with_extension("stop");
     let mut round = 0u64;
     while !stop.exists() {

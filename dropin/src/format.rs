@@ -14,27 +14,10 @@ use std::ffi::OsString;
 use std::sync::OnceLock;
 
 use leveldb_bloom::compact::MAX_BITS_PER_KEY;
-use leveldb_bloom::{BloomPolicy, CompactPolicy};
+use leveldb_bloom::{BloomPolicy, CompactPolicy, Format};
 
 /// The most bits per key `LEVELDB_BLOOM_BITS_PER_KEY` sets for Bloom filters.
 const MAX_BLOOM_BITS_PER_KEY: i32 = 1000;
-
-/// The values of `LEVELDB_BLOOM_FORMAT`: which policy the drop-in makes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Format {
-    /// [`BloomPolicy`]: LevelDB's own filters.
-    Bloom,
-    /// [`CompactPolicy`].
-    Compact,
-}
-
-/// The format's value of `LEVELDB_BLOOM_FORMAT`.
-pub(crate) fn name(format: Format) -> &'static str {
-    match format {
-        Format::Bloom => "bloom",
-        Format::Compact => "compact",
-    }
-}
 
 /// What the environment asked for.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -63,17 +46,17 @@ pub(crate) fn choice() -> Choice {
 /// The choice the two variables' values make, and a line for each value that is ignored.
 pub(crate) fn parse(format: Option<OsString>, bits: Option<OsString>) -> (Choice, Vec<String>) {
     let mut complaints = Vec::new();
-    let format = match format.as_ref().map(|v| v.to_str()) {
-        None | Some(Some("" | "bloom")) => Format::Bloom,
-        Some(Some("compact")) => Format::Compact,
-        Some(_) => {
-            complaints.push(format!(
-                "LEVELDB_BLOOM_FORMAT={:?} is not bloom or compact; building bloom filters",
-                format.unwrap_or_default()
-            ));
-            Format::Bloom
-        }
+    let chosen = match format.as_ref().map(|v| v.to_str()) {
+        None | Some(Some("")) => Some(Format::Bloom),
+        Some(name) => name.and_then(Format::from_name),
     };
+    let format = chosen.unwrap_or_else(|| {
+        complaints.push(format!(
+            "LEVELDB_BLOOM_FORMAT={:?} is not bloom or compact; building bloom filters",
+            format.unwrap_or_default()
+        ));
+        Format::Bloom
+    });
     let bits_per_key = match bits.as_ref().map(|v| v.to_str()) {
         None | Some(Some("")) => None,
         Some(value) => {
@@ -87,7 +70,7 @@ pub(crate) fn parse(format: Option<OsString>, bits: Option<OsString>) -> (Choice
                     "LEVELDB_BLOOM_BITS_PER_KEY={:?} is not {wanted} for {} filters; using \
                      the program's bits per key",
                     bits.unwrap_or_default(),
-                    name(format)
+                    format.name()
                 ));
             }
             parsed

@@ -187,7 +187,7 @@ fn fall_back(object: Option<&LoadedObject>, bits_per_key: c_int, why: &str) -> *
 fn create_policy(bits_per_key: c_int) -> *mut ffi::leveldb_bloom_policy {
     let program_bits = bits_per_key.max(0);
     let choice = format::choice();
-    if choice.format == format::Format::Compact {
+    if choice.format == leveldb_bloom::Format::Compact {
         let bits = choice.bits_per_key.unwrap_or(f64::from(program_bits));
         if leveldb_bloom::CompactPolicy::new(bits).is_ok() {
             return ffi::leveldb_bloom_policy_create_compact(bits);
@@ -276,7 +276,7 @@ extern "C" fn write_stats_file() {
              dropin_policies_cxx11_string={cxx11}\ndropin_policies_old_string={old}\n\
              fallbacks={fallbacks}\nfilters_built={}\nkeys_added={}\nqueries={}\n\
              no_match={}\n",
-            format::name(choice.format),
+            choice.format.name(),
             cxx11 + old,
             stats.filters_built,
             stats.keys_added,

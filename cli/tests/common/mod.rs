@@ -7,13 +7,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use leveldb_bloom_cli::leveldb::{Db, NewFilters};
+use leveldb_bloom::{AnyPolicy, BloomPolicy};
+use leveldb_bloom_cli::leveldb::Db;
 use serde_json::Value;
 
 /// What LevelDB's `Table` iterator counts in the table at `path` (-1: it cannot read it).
 pub fn leveldb_table_entries(path: &Path) -> i64 {
     leveldb_oracle::table_entries(path).map_or(-1, |n| n as i64)
 }
+
+/// LevelDB's own Bloom filters at 10 bits per key, as most databases have them.
+pub const BLOOM: AnyPolicy = match BloomPolicy::new(10) {
+    Ok(policy) => AnyPolicy::Bloom(policy),
+    Err(_) => panic!("10 bits per key is valid"),
+};
 
 pub fn command() -> Command {
     Command::new(env!("CARGO_BIN_EXE_leveldb-bloom"))
@@ -78,7 +85,7 @@ pub fn inspect_json(path: &Path) -> Value {
 
 /// Sequential numeric keys (LevelDB's hash is weakest on these) and some random-looking ones.
 pub fn key(i: u64) -> Vec<u8> {
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         format!("user{i:012}").into_bytes()
     } else {
         let h = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -92,7 +99,7 @@ pub type Expected = BTreeMap<Vec<u8>, Vec<u8>>;
 /// Writes a database with stock LevelDB: `n` keys, every 7th overwritten and every 11th
 /// deleted after a first compaction (so tables hold older versions and deletion markers),
 /// then compacted again. Returns what every key should read.
-pub fn write_db(dir: &Path, filters: Option<NewFilters>, snappy: bool, n: u64) -> Expected {
+pub fn write_db(dir: &Path, filters: Option<AnyPolicy>, snappy: bool, n: u64) -> Expected {
     let mut expected = BTreeMap::new();
     let db = Db::open(dir, filters, snappy, true).expect("create the database");
     for i in 0..n {
@@ -137,7 +144,7 @@ pub fn unfiltered_db(dir: &Path, n: u64, value: impl Fn(u64) -> String) -> Expec
 pub fn bloom_db(n: u64) -> (tempfile::TempDir, PathBuf, Expected) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
-    let expected = write_db(&dir, Some(NewFilters::Bloom(10)), true, n);
+    let expected = write_db(&dir, Some(BLOOM), true, n);
     (tmp, dir, expected)
 }
 
@@ -145,7 +152,7 @@ pub fn bloom_db(n: u64) -> (tempfile::TempDir, PathBuf, Expected) {
 /// policy (which answers compact filters "may match"), reads back as they should be;
 /// `Err` with LevelDB's message if it cannot open the database.
 pub fn records_read_back(dir: &Path, expected: &Expected, n: u64) -> Result<u64, String> {
-    let db = Db::open(dir, Some(NewFilters::Bloom(10)), true, false)?;
+    let db = Db::open(dir, Some(BLOOM), true, false)?;
     Ok((0..n)
         .filter(|&i| db.get(&key(i)).ok().flatten().as_ref() == expected.get(&key(i)))
         .count() as u64)
