@@ -403,8 +403,13 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
     let snappy = before.iter().any(|t| t.compressed_blocks > 0);
     emit(&report::summary("before", &report::total(&before)))?;
     let leveldb_error = {
-        let db = Db::open(path, Some(policy), snappy, false)
-            .map_err(|e| Failure::error(open_failure(path, &e)))?;
+        let db = Db::open(path, Some(policy), snappy, false).map_err(|e| {
+            if e.starts_with("Corruption:") {
+                Failure::damaged(corruption_at_open(path, &e))
+            } else {
+                Failure::error(open_failure(path, &e))
+            }
+        })?;
         rewrite_all(&db, &before).err()
     };
     // Closing the database released the process's lock: take it back to read the result.
@@ -495,6 +500,19 @@ fn carries(t: &TableReport, policy: AnyPolicy) -> bool {
             Some((len, _)) if shape.keys == 0 => len == 0,
             Some((len, last)) => builds(policy, shape.keys, len, last),
         })
+}
+
+/// What to say when LevelDB's paranoid checks refuse the database at open (a damaged
+/// write-ahead log or MANIFEST): nothing was rewritten, and what can still be recovered.
+fn corruption_at_open(path: &Path, leveldb: &str) -> String {
+    format!(
+        "{}: damaged: LevelDB's paranoid checks refuse to open it ({leveldb}); nothing was \
+         rewritten. Opened without those checks, LevelDB would drop the damaged records for \
+         good at its next compaction. To recover what can be read, copy the directory, then run \
+         LevelDB's RepairDB on the copy (leveldb::RepairDB, or leveldb_repair_db in C): it keeps \
+         every record whose checksum holds and puts files it cannot read in lost/",
+        shown(path)
+    )
 }
 
 /// What to say when LevelDB cannot open the database.

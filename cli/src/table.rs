@@ -164,6 +164,13 @@ impl<'a> RawBlock<'a> {
                     .map(Cow::Owned)
                     .map_err(|e| Error::at(at, format!("snappy block: {e}")))
             }
+            // LevelDB 1.23 knows 0 (none) and 1 (Snappy); newer LevelDB writes zstd as type 2.
+            2 => Err(Error::at(
+                at,
+                "zstd-compressed block (compression type 2, newer LevelDB): not readable \
+                 by LevelDB 1.23"
+                    .to_string(),
+            )),
             other => Err(Error::at(at, format!("unknown compression type {other}"))),
         }
     }
@@ -674,5 +681,25 @@ mod tests {
                 .what
                 .contains("not a LevelDB table")
         );
+    }
+
+    #[test]
+    fn compression_types_leveldb_cannot_read_are_named() {
+        let block = |compression| RawBlock {
+            handle: BlockHandle { offset: 7, size: 3 },
+            stored: b"abc",
+            compression,
+            masked_crc: 0,
+        };
+        assert_eq!(block(0).contents().unwrap().as_ref(), b"abc");
+        let zstd = block(2).contents().unwrap_err().to_string();
+        assert!(zstd.contains("zstd") && zstd.contains("type 2"), "{zstd}");
+        for other in [3, 4, 127, 255] {
+            let said = block(other).contents().unwrap_err().to_string();
+            assert!(
+                said.contains(&format!("unknown compression type {other}")),
+                "{said}"
+            );
+        }
     }
 }

@@ -504,3 +504,83 @@ fn a_database_being_written_is_in_use_never_damaged() {
     let out = run_bounded(&["verify", path_str(&dir)]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
+
+/// Every file of the database `dir` but LevelDB's own log of what it did (`LOG`, `LOG.old`)
+/// and its lock file, by name, with its bytes.
+fn data_files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), p))
+        .filter(|(name, _)| !matches!(name.as_str(), "LOG" | "LOG.old" | "LOCK"))
+        .map(|(name, p)| (name, std::fs::read(p).unwrap()))
+        .collect()
+}
+
+/// LevelDB's `RepairDB` on the database `dir`.
+fn repair(dir: &Path) {
+    let name = std::ffi::CString::new(path_str(dir)).unwrap();
+    let mut err = std::ptr::null_mut();
+    // SAFETY: no preconditions; returns an owned options object.
+    let options = unsafe { leveldb_sys::leveldb_options_create() };
+    // SAFETY: live options, a NUL-terminated name and a valid out-pointer; LevelDB's error,
+    // if any, is a string from malloc, checked and then freed.
+    unsafe {
+        leveldb_sys::leveldb_repair_db(options, name.as_ptr(), &mut err);
+        assert!(err.is_null(), "RepairDB failed");
+        leveldb_sys::leveldb_options_destroy(options);
+    }
+}
+
+#[test]
+fn a_damaged_write_ahead_log_is_damage_and_upgrade_touches_nothing() {
+    // 20,000 records in tables, 3,000 more only in the write-ahead log (closed without a
+    // compaction), one byte of the log flipped in its middle.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let (in_tables, n) = (20_000, 23_000);
+    let mut expected = Expected::new();
+    {
+        let db = Db::open(&dir, Some(BLOOM), true, true).unwrap();
+        for i in 0..n {
+            let value = format!("value-{i}-{}", "y".repeat((i % 40) as usize)).into_bytes();
+            db.put(&key(i), &value).unwrap();
+            expected.insert(key(i), value);
+            if i + 1 == in_tables {
+                db.compact_all();
+            }
+        }
+    }
+    let log = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .max_by_key(|p| p.metadata().unwrap().len())
+        .expect("a write-ahead log");
+    let mut bytes = std::fs::read(&log).unwrap();
+    assert!(bytes.len() > 64 * 1024, "the log holds the last records");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&log, &bytes).unwrap();
+    let files = data_files(&dir);
+
+    // Stock LevelDB with paranoid checks refuses it.
+    let refused = records_read_back(&dir, &expected, n).unwrap_err();
+    assert!(refused.starts_with("Corruption:"), "{refused}");
+    // So does upgrade, as damage, and it changes no file.
+    let out = run_on(&["upgrade", "--format", "compact"], &dir, 1, "damaged log");
+    assert!(out_of(&out).contains("damaged") && out_of(&out).contains("RepairDB"));
+    assert_eq!(data_files(&dir), files, "upgrade changed the database");
+
+    // The records are still there to recover: RepairDB on a copy reads the tables' and the
+    // log's undamaged records.
+    let copy = tmp.path().join("copy");
+    copy_db(&dir, &copy);
+    repair(&copy);
+    let recovered = records_read_back(&copy, &expected, n).unwrap();
+    assert!(
+        recovered > in_tables && recovered < n,
+        "{recovered} of {n} recovered"
+    );
+}
