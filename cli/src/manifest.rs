@@ -229,16 +229,26 @@ fn internal_order(a: &NewFile, b: &NewFile) -> std::cmp::Ordering {
 }
 
 /// The table file of `number` in `dir`: `NNNNNN.ldb`, or the older `NNNNNN.sst` where the
-/// `.ldb` cannot be opened (missing, or a dangling link) and the `.sst` can, as LevelDB's
-/// table cache looks.
+/// `.ldb` cannot be opened and the `.sst` can, as LevelDB's table cache looks
+/// (`TableCache::FindTable`: the `.sst` when opening the `.ldb` fails).
 fn table_path(dir: &Path, number: u64) -> PathBuf {
     let ldb = dir.join(format!("{number:06}.ldb"));
     let sst = dir.join(format!("{number:06}.sst"));
-    if std::fs::metadata(&ldb).is_err() && std::fs::metadata(&sst).is_ok() {
+    if !leveldb_opens(&ldb) && leveldb_opens(&sst) {
         sst
     } else {
         ldb
     }
+}
+
+/// Whether LevelDB's POSIX environment opens the file at `path` for its table cache: a
+/// file it can open for reading and map into memory, which an empty file, a directory or a
+/// missing one (a dangling link) is not. (Past its first thousand tables LevelDB reads
+/// without mapping, and an empty file opens; a database holding a thousand such files is
+/// not one this command is asked about.)
+fn leveldb_opens(path: &Path) -> bool {
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.len() > 0 && std::fs::File::open(path).is_ok())
 }
 
 /// Whether `dir` is a database directory (it has `CURRENT`).

@@ -364,6 +364,15 @@ fn what_leveldb_reads_in_full_passes() {
             }),
             None,
         ),
+        (
+            "an empty .ldb beside the whole .sst",
+            Box::new(|dir: &Path| {
+                let table = live_tables(dir).remove(0);
+                std::fs::rename(&table, table.with_extension("sst")).unwrap();
+                std::fs::write(&table, b"").unwrap();
+            }),
+            None,
+        ),
     ];
     for (label, change, warned) in cases {
         let dir = tmp.path().join(label.replace(' ', "-"));
