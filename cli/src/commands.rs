@@ -11,6 +11,7 @@ use crate::leveldb::{Db, builds};
 use crate::lock::{DatabaseLock, LockError};
 use crate::manifest;
 use crate::report::{self, Keys, TableReport};
+use crate::wal::{self, LogDamage, LogReport};
 use leveldb_bloom::AnyPolicy;
 
 /// All is well.
@@ -61,6 +62,8 @@ fn emit(text: &str) -> Result<(), Failure> {
 struct Target {
     tables: Vec<(PathBuf, Option<manifest::LiveTable>)>,
     not_live: Vec<PathBuf>,
+    /// The write-ahead logs recovery replays (a database's).
+    logs: Vec<PathBuf>,
     /// `None`: as each table's keys show ([`report::keys_of`]).
     keys: Option<Keys>,
 }
@@ -119,6 +122,7 @@ fn target(path: &Path, database: bool, keys: Option<Keys>) -> Result<Target, Fai
         return Ok(Target {
             tables: vec![(path.to_path_buf(), None)],
             not_live: Vec::new(),
+            logs: Vec::new(),
             keys,
         });
     }
@@ -143,20 +147,45 @@ fn target(path: &Path, database: bool, keys: Option<Keys>) -> Result<Target, Fai
             .map(|t| (t.path.clone(), Some(t)))
             .collect(),
         not_live: version.not_live,
+        logs: version.logs,
         keys: Some(Keys::Internal),
     })
 }
 
+/// What the commands read of a database or a table file.
+struct Analysis {
+    tables: Vec<TableReport>,
+    /// Table files outside the current version.
+    not_live: Vec<PathBuf>,
+    /// The write-ahead logs recovery replays, each read as it does.
+    logs: Vec<LogReport>,
+}
+
+impl Analysis {
+    fn damaged_logs(&self) -> impl Iterator<Item = (&LogReport, &LogDamage)> {
+        self.logs
+            .iter()
+            .filter_map(|log| log.damage.as_ref().map(|damage| (log, damage)))
+    }
+}
+
+/// What to say of a damaged write-ahead log.
+fn log_damage(log: &LogReport, damage: &LogDamage) -> String {
+    format!(
+        "{}: at offset {}: {} (a damaged write-ahead log: LevelDB with paranoid \
+         checks refuses to open the database, and without them drops the log's records from \
+         here on, for good at its next compaction; LevelDB's RepairDB, on a copy, keeps the \
+         records whose checksums hold)",
+        log.file, damage.offset, damage.what
+    )
+}
+
 /// Reads and analyzes every table of `path` (a database directory when `database`, under
-/// the lock the caller holds), with a progress bar on stderr when it is a terminal. A table
-/// of a database is read as LevelDB reads it, up to the size its MANIFEST records, and held
-/// against what the MANIFEST says of it: that size and its first and last keys (where
-/// LevelDB looks for keys).
-fn analyze_all(
-    path: &Path,
-    database: bool,
-    keys: Option<Keys>,
-) -> Result<(Vec<TableReport>, Vec<PathBuf>), Failure> {
+/// the lock the caller holds), with a progress bar on stderr when it is a terminal, and a
+/// database's write-ahead logs. A table of a database is read as LevelDB reads it, up to the
+/// size its MANIFEST records, and held against what the MANIFEST says of it: that size and
+/// its first and last keys (where LevelDB looks for keys).
+fn analyze_all(path: &Path, database: bool, keys: Option<Keys>) -> Result<Analysis, Failure> {
     let target = target(path, database, keys)?;
     let bar = ProgressBar::new(target.tables.len() as u64);
     bar.set_style(
@@ -208,7 +237,11 @@ fn analyze_all(
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok((reports, target.not_live))
+    Ok(Analysis {
+        tables: reports,
+        not_live: target.not_live,
+        logs: target.logs.iter().map(|log| wal::read_log(log)).collect(),
+    })
 }
 
 /// Where a table file differs from what the MANIFEST says of it: a file shorter than its
@@ -293,26 +326,45 @@ struct InspectJson<'a> {
     tables: &'a [TableReport],
     total: &'a TableReport,
     not_live: Vec<String>,
+    logs: &'a [LogReport],
 }
 
 /// `inspect PATH [--json]`.
 pub fn inspect(path: &Path, json: bool, keys: Option<Keys>) -> Result<u8, Failure> {
     let database = is_database_dir(path)?;
     let _lock = database.then(|| lock(path, false)).transpose()?;
-    let (tables, not_live) = analyze_all(path, database, keys)?;
-    let total = report::total(&tables);
+    let analysis = analyze_all(path, database, keys)?;
+    let Analysis {
+        tables, not_live, ..
+    } = &analysis;
+    let total = report::total(tables);
     if json {
         let doc = InspectJson {
-            tables: &tables,
+            tables,
             total: &total,
             not_live: not_live.iter().map(|p| p.display().to_string()).collect(),
+            logs: &analysis.logs,
         };
         let json = serde_json::to_string_pretty(&doc).map_err(|e| Failure::error(e.to_string()))?;
         emit(&(json + "\n"))?;
     } else {
-        emit(&report::render(&tables, &total, &not_live))?;
+        let mut text = report::render(tables, &total, not_live);
+        let records: u64 = analysis.logs.iter().map(|log| log.records).sum();
+        if records > 0 {
+            let _ = writeln!(
+                text,
+                "write-ahead logs: {} in {} (not yet in a table)",
+                counted(records, "record", "records"),
+                counted(analysis.logs.len() as u64, "log", "logs")
+            );
+        }
+        for (log, damage) in analysis.damaged_logs() {
+            let _ = writeln!(text, "{}", log_damage(log, damage));
+        }
+        emit(&text)?;
     }
-    let damaged = tables.iter().any(|t| !t.problems.is_empty());
+    let damaged =
+        tables.iter().any(|t| !t.problems.is_empty()) || analysis.damaged_logs().next().is_some();
     Ok(if damaged { PROBLEM } else { OK })
 }
 
@@ -322,9 +374,14 @@ pub fn inspect(path: &Path, json: bool, keys: Option<Keys>) -> Result<u8, Failur
 pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
     let database = is_database_dir(path)?;
     let _lock = database.then(|| lock(path, false)).transpose()?;
-    let (tables, _) = analyze_all(path, database, keys)?;
+    let analysis = analyze_all(path, database, keys)?;
+    let tables = &analysis.tables;
     let mut problems = 0;
-    for t in &tables {
+    for (log, damage) in analysis.damaged_logs() {
+        emit(&(log_damage(log, damage) + "\n"))?;
+        problems += 1;
+    }
+    for t in tables {
         for p in &t.problems {
             emit(&format!(
                 "{}: at offset {}: {} ({})\n",
@@ -340,12 +397,25 @@ pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
         }
     }
     let damaged = tables.iter().filter(|t| !t.problems.is_empty()).count();
+    let damaged_logs = analysis.damaged_logs().count();
     if problems > 0 {
-        emit(&format!(
-            "{} in {damaged} of {}\n",
+        let mut line = format!(
+            "{} in {damaged} of {}",
             counted(problems, "problem", "problems"),
             counted(tables.len() as u64, "table", "tables"),
-        ))?;
+        );
+        if damaged_logs > 0 {
+            let _ = write!(
+                line,
+                " and {damaged_logs} of {}",
+                counted(
+                    analysis.logs.len() as u64,
+                    "write-ahead log",
+                    "write-ahead logs"
+                )
+            );
+        }
+        emit(&(line + "\n"))?;
         return Ok(PROBLEM);
     }
     let (checked, unchecked): (Vec<&TableReport>, Vec<&TableReport>) =
@@ -369,6 +439,19 @@ pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
             counted(unchecked.len() as u64, "table", "tables"),
         );
     }
+    let log_records: u64 = analysis.logs.iter().map(|log| log.records).sum();
+    if log_records > 0 {
+        let _ = write!(
+            line,
+            "; {} in {}, checksummed",
+            counted(log_records, "record", "records"),
+            counted(
+                analysis.logs.len() as u64,
+                "write-ahead log",
+                "write-ahead logs"
+            )
+        );
+    }
     emit(&(line + "\n"))?;
     Ok(OK)
 }
@@ -387,11 +470,13 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
     // The write lock first: a database in use, or one that cannot be written, is said at
     // once, before any table is read.
     let held = lock(path, true)?;
-    let (before, _) = analyze_all(path, true, None)?;
+    let analysis = analyze_all(path, true, None)?;
+    let before = analysis.tables.as_slice();
     let damaged: Vec<&str> = before
         .iter()
         .filter(|t| !t.problems.is_empty())
         .map(|t| t.file.as_str())
+        .chain(analysis.damaged_logs().map(|(log, _)| log.file.as_str()))
         .collect();
     if !damaged.is_empty() {
         return Err(Failure::damaged(format!(
@@ -401,7 +486,7 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
         )));
     }
     let snappy = before.iter().any(|t| t.compressed_blocks > 0);
-    emit(&report::summary("before", &report::total(&before)))?;
+    emit(&report::summary("before", &report::total(before)))?;
     let leveldb_error = {
         let db = Db::open(path, Some(policy), snappy, false).map_err(|e| {
             if e.starts_with("Corruption:") {
@@ -410,11 +495,11 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
                 Failure::error(open_failure(path, &e))
             }
         })?;
-        rewrite_all(&db, &before).err()
+        rewrite_all(&db, before).err()
     };
     // Closing the database released the process's lock: take it back to read the result.
     held.retake().map_err(|e| lock_failure(path, true, e))?;
-    let (after, _) = analyze_all(path, true, None)?;
+    let after = analyze_all(path, true, None)?.tables;
     emit(&report::summary("after", &report::total(&after)))?;
     let stale: Vec<&str> = after
         .iter()

@@ -1,5 +1,5 @@
 //! `leveldb-bloom`, the command: inspect, verify and upgrade the filters of a LevelDB
-//! database. The tables are read here, in Rust ([`table`], [`manifest`]); only `upgrade`
+//! database. The tables and logs are read here, in Rust ([`table`], [`manifest`], [`wal`]); only `upgrade`
 //! calls LevelDB ([`leveldb`]), so that LevelDB itself writes every new table.
 
 pub mod commands;
@@ -11,3 +11,4 @@ pub mod lock;
 pub mod manifest;
 pub mod report;
 pub mod table;
+pub mod wal;

@@ -26,6 +26,8 @@ pub struct Version {
     pub manifest: PathBuf,
     pub live: Vec<LiveTable>,
     pub not_live: Vec<PathBuf>,
+    /// The write-ahead logs LevelDB's recovery replays on top of the tables, in order.
+    pub logs: Vec<PathBuf>,
 }
 
 /// Why the current version could not be read: `damaged` when the files are there but
@@ -62,8 +64,16 @@ const LAST: u8 = 4;
 /// by the file's end mean the writer died (the log ends there), as does a fragmented record
 /// left open.
 pub fn log_records(data: &[u8]) -> Result<Vec<Vec<u8>>, (usize, String)> {
+    log_records_at(data).map(|records| records.into_iter().map(|(_, r)| r).collect())
+}
+
+/// A log record: the offset of its first fragment's header, and its bytes.
+pub type LogRecord = (usize, Vec<u8>);
+
+/// [`log_records`], each record with the offset of its first fragment's header.
+pub fn log_records_at(data: &[u8]) -> Result<Vec<LogRecord>, (usize, String)> {
     let mut out = Vec::new();
-    let mut fragment: Option<Vec<u8>> = None;
+    let mut fragment: Option<LogRecord> = None;
     let mut pos = 0;
     while pos < data.len() {
         let block_end = ((pos / BLOCK_SIZE + 1) * BLOCK_SIZE).min(data.len());
@@ -99,25 +109,25 @@ pub fn log_records(data: &[u8]) -> Result<Vec<Vec<u8>>, (usize, String)> {
         if stored != crc32c::crc32c_append(crc32c::crc32c(&[kind]), payload) {
             return Err((pos, "checksum mismatch".into()));
         }
-        let partial = |f: &Option<Vec<u8>>| f.as_ref().is_some_and(|r| !r.is_empty());
+        let partial = |f: &Option<LogRecord>| f.as_ref().is_some_and(|(_, r)| !r.is_empty());
         match kind {
             FULL | FIRST if partial(&fragment) => {
                 return Err((pos, "partial record without end".into()));
             }
             FULL => {
                 fragment = None;
-                out.push(payload.to_vec());
+                out.push((pos, payload.to_vec()));
             }
-            FIRST => fragment = Some(payload.to_vec()),
+            FIRST => fragment = Some((pos, payload.to_vec())),
             MIDDLE | LAST => {
-                let Some(mut record) = fragment.take() else {
+                let Some((start, mut record)) = fragment.take() else {
                     return Err((pos, "missing start of fragmented record".into()));
                 };
                 record.extend_from_slice(payload);
                 if kind == LAST {
-                    out.push(record);
+                    out.push((start, record));
                 } else {
-                    fragment = Some(record);
+                    fragment = Some((start, record));
                 }
             }
             _ => return Err((pos, format!("unknown record type {kind}"))),
@@ -166,7 +176,8 @@ pub struct NewFile {
 #[derive(Debug, Default)]
 struct Edit {
     comparator: Option<Vec<u8>>,
-    log_number: bool,
+    log_number: Option<u64>,
+    prev_log_number: Option<u64>,
     next_file: Option<u64>,
     last_sequence: bool,
     deleted: Vec<(u32, u64)>,
@@ -184,13 +195,8 @@ fn decode(edit: &[u8]) -> Result<Edit, &'static str> {
         let p = &mut pos;
         match tag {
             1 => e.comparator = Some(slice(edit, p).ok_or("comparator name")?.to_vec()),
-            2 => {
-                varint64(edit, p).ok_or("log number")?;
-                e.log_number = true;
-            }
-            9 => {
-                varint64(edit, p).ok_or("previous log number")?;
-            }
+            2 => e.log_number = Some(varint64(edit, p).ok_or("log number")?),
+            9 => e.prev_log_number = Some(varint64(edit, p).ok_or("previous log number")?),
             3 => e.next_file = Some(varint64(edit, p).ok_or("next file number")?),
             4 => {
                 varint64(edit, p).ok_or("last sequence number")?;
@@ -267,9 +273,23 @@ fn read(path: &Path) -> Result<Vec<u8>, Error> {
 /// The tables of the current version a MANIFEST's bytes describe, by level and in
 /// LevelDB's order within a level, as `VersionSet::Recover` applies its edits.
 pub fn live_tables(data: &[u8]) -> Result<Vec<NewFile>, Error> {
+    replay(data).map(|replayed| replayed.live)
+}
+
+/// What applying a MANIFEST's edits leaves.
+struct Replayed {
+    live: Vec<NewFile>,
+    /// The write-ahead logs recovery replays: from `log_number` on, and `prev_log_number`.
+    log_number: u64,
+    prev_log_number: u64,
+}
+
+/// [`live_tables`], with the log numbers.
+fn replay(data: &[u8]) -> Result<Replayed, Error> {
     let records =
         log_records(data).map_err(|(at, what)| damaged(format!("at offset {at}: {what}")))?;
-    let (mut log_number, mut next_file, mut last_sequence) = (false, None, false);
+    let (mut log_number, mut next_file, mut last_sequence) = (None, None, false);
+    let mut prev_log_number = None;
     let mut added: BTreeMap<u32, Vec<NewFile>> = BTreeMap::new();
     // What each level's added tables are keyed by in LevelDB's builder (a set ordered by
     // smallest key, then number): a second addition of the same is ignored.
@@ -289,7 +309,8 @@ pub fn live_tables(data: &[u8]) -> Result<Vec<NewFile>, Error> {
                 damaged: false,
             });
         }
-        log_number |= edit.log_number;
+        log_number = edit.log_number.or(log_number);
+        prev_log_number = edit.prev_log_number.or(prev_log_number);
         next_file = edit.next_file.or(next_file);
         last_sequence |= edit.last_sequence;
         // LevelDB's VersionSet::Builder: a deletion is remembered per level, an addition
@@ -311,7 +332,7 @@ pub fn live_tables(data: &[u8]) -> Result<Vec<NewFile>, Error> {
     }
     for (missing, what) in [
         (next_file.is_none(), "no next-file-number entry"),
-        (!log_number, "no log-number entry"),
+        (log_number.is_none(), "no log-number entry"),
         (!last_sequence, "no last-sequence-number entry"),
     ] {
         if missing {
@@ -339,7 +360,11 @@ pub fn live_tables(data: &[u8]) -> Result<Vec<NewFile>, Error> {
         }
         live.extend(files);
     }
-    Ok(live)
+    Ok(Replayed {
+        live,
+        log_number: log_number.unwrap_or_default(),
+        prev_log_number: prev_log_number.unwrap_or_default(),
+    })
 }
 
 /// The current version of the database in `dir`, as LevelDB's recovery finds it.
@@ -366,11 +391,12 @@ pub fn current_version(dir: &Path) -> Result<Version, Error> {
         message: format!("{} (named by CURRENT)", e.message),
         ..e
     })?;
-    let tables = live_tables(&data).map_err(|e| Error {
+    let replayed = replay(&data).map_err(|e| Error {
         message: format!("{}: {}", files::shown(&manifest), e.message),
         ..e
     })?;
-    let live: Vec<LiveTable> = tables
+    let live: Vec<LiveTable> = replayed
+        .live
         .into_iter()
         .map(|file| LiveTable {
             path: table_path(dir, file.number),
@@ -393,10 +419,13 @@ pub fn current_version(dir: &Path) -> Result<Version, Error> {
         }
     }
     not_live.sort();
+    let logs =
+        crate::wal::live_logs(dir, replayed.log_number, replayed.prev_log_number).map_err(io)?;
     Ok(Version {
         manifest,
         live,
         not_live,
+        logs,
     })
 }
 
@@ -453,7 +482,7 @@ mod tests {
         edit.extend(b"zzzzzzzzz");
         let e = decode(&edit).unwrap();
         assert_eq!(e.comparator.as_deref(), Some(&b"cmp"[..]));
-        assert!(e.log_number && e.next_file == Some(9) && e.last_sequence);
+        assert!(e.log_number == Some(5) && e.next_file == Some(9) && e.last_sequence);
         assert_eq!(
             (e.added[0].level, e.added[0].number, e.added[0].size),
             (1, 12, 200)

@@ -569,17 +569,52 @@ fn a_damaged_write_ahead_log_is_damage_and_upgrade_touches_nothing() {
         .expect("a write-ahead log");
     let mut bytes = std::fs::read(&log).unwrap();
     assert!(bytes.len() > 64 * 1024, "the log holds the last records");
+    // Whole, the log's records are counted with the tables'.
+    let out = run_on(&["verify"], &dir, 0, "a whole log");
+    assert!(
+        out_of(&out).contains("; 3000 records in 1 write-ahead log, checksummed"),
+        "{}",
+        text(&out)
+    );
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x40;
     std::fs::write(&log, &bytes).unwrap();
     let files = data_files(&dir);
 
+    // verify and inspect name the log and where it is damaged.
+    let log_name = log.file_name().unwrap().to_str().unwrap();
+    let out = run_on(&["verify"], &dir, 1, "damaged log");
+    let said = out_of(&out);
+    assert!(
+        said.contains(&format!("{log_name}: at offset ")) && said.contains("checksum mismatch"),
+        "{said}"
+    );
+    assert!(
+        said.contains("and 1 of 1 write-ahead log") && said.contains("RepairDB"),
+        "{said}"
+    );
+    let out = run_on(&["inspect"], &dir, 1, "damaged log");
+    assert!(out_of(&out).contains(log_name), "{}", text(&out));
+    let out = run_on(&["inspect", "--json"], &dir, 1, "damaged log");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["logs"][0]["file"], log_name);
+    assert!(json["logs"][0]["damage"]["offset"].as_u64().unwrap() > 0);
+    assert_eq!(
+        data_files(&dir),
+        files,
+        "the reading commands changed the database"
+    );
+
     // Stock LevelDB with paranoid checks refuses it.
     let refused = records_read_back(&dir, &expected, n).unwrap_err();
     assert!(refused.starts_with("Corruption:"), "{refused}");
-    // So does upgrade, as damage, and it changes no file.
+    // So does upgrade, as damage, before LevelDB opens it, and it changes no file.
     let out = run_on(&["upgrade", "--format", "compact"], &dir, 1, "damaged log");
-    assert!(out_of(&out).contains("damaged") && out_of(&out).contains("RepairDB"));
+    assert!(
+        out_of(&out).contains("damaged") && out_of(&out).contains(log_name),
+        "{}",
+        text(&out)
+    );
     assert_eq!(data_files(&dir), files, "upgrade changed the database");
 
     // The records are still there to recover: RepairDB on a copy reads the tables' and the

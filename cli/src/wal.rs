@@ -1,0 +1,224 @@
+//! A database's write-ahead logs, read as LevelDB's recovery reads them (`db/db_impl.cc`,
+//! `DBImpl::Recover` and `RecoverLogFile`): every log file numbered from the MANIFEST's log
+//! number on, and the previous log number's, in order; each record a write batch
+//! (`db/write_batch.cc`: an 8-byte sequence number, a 4-byte count, then each put as
+//! `1, key, value` and each deletion as `0, key`, lengths as varints). Their records are
+//! part of the database until a compaction writes them into a table, so damage here is damage
+//! to the database: LevelDB with paranoid checks refuses to open it, and without them drops
+//! the damaged records, for good at the next compaction.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::files;
+use crate::manifest::log_records_at;
+use crate::table::varint32;
+
+/// What one write-ahead log holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LogReport {
+    /// The file's name.
+    pub file: String,
+    /// Write batches read.
+    pub batches: u64,
+    /// Puts and deletions in them.
+    pub records: u64,
+    /// The first damage LevelDB's paranoid recovery stops at.
+    pub damage: Option<LogDamage>,
+}
+
+/// Where a log is damaged: the byte offset in the file (for a damaged batch, the offset of
+/// the log record holding it) and what LevelDB says of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LogDamage {
+    pub offset: u64,
+    pub what: String,
+}
+
+/// The live logs of the database in `dir`: files `NNNNNN.log` with a number at or above
+/// `log_number` or equal to `prev_log_number`, by number, as recovery replays them.
+pub fn live_logs(
+    dir: &Path,
+    log_number: u64,
+    prev_log_number: u64,
+) -> std::io::Result<Vec<PathBuf>> {
+    let mut logs = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let number = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".log"))
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<u64>().ok());
+        if let Some(number) = number
+            && (number >= log_number || number == prev_log_number)
+        {
+            logs.push((number, path));
+        }
+    }
+    logs.sort();
+    Ok(logs.into_iter().map(|(_, path)| path).collect())
+}
+
+/// Reads the log at `path`: its batches and records, or the damage recovery stops at. A file
+/// that cannot be read is damage too (LevelDB's recovery fails on it).
+pub fn read_log(path: &Path) -> LogReport {
+    let mut report = LogReport {
+        file: path
+            .file_name()
+            .map(|n| files::shown(Path::new(n)))
+            .unwrap_or_default(),
+        batches: 0,
+        records: 0,
+        damage: None,
+    };
+    let data = match files::read_regular(path) {
+        Ok(data) => data,
+        Err(e) => {
+            report.damage = Some(LogDamage {
+                offset: 0,
+                what: format!("cannot be read: {e}"),
+            });
+            return report;
+        }
+    };
+    let records = match log_records_at(&data) {
+        Ok(records) => records,
+        Err((at, what)) => {
+            report.damage = Some(LogDamage {
+                offset: at as u64,
+                what,
+            });
+            return report;
+        }
+    };
+    for (offset, batch) in records {
+        match batch_records(&batch) {
+            Ok(count) => {
+                report.batches += 1;
+                report.records += count;
+            }
+            Err(what) => {
+                report.damage = Some(LogDamage {
+                    offset: offset as u64,
+                    what: what.to_string(),
+                });
+                return report;
+            }
+        }
+    }
+    report
+}
+
+/// The puts and deletions of a write batch, checked as `WriteBatch::Iterate` checks them;
+/// `Err` with LevelDB's words.
+fn batch_records(batch: &[u8]) -> Result<u64, &'static str> {
+    const HEADER: usize = 12;
+    if batch.len() < HEADER {
+        return Err("log record too small");
+    }
+    let count = u32::from_le_bytes(batch[8..HEADER].try_into().expect("4 bytes"));
+    let mut pos = HEADER;
+    let mut found = 0u64;
+    let slice = |pos: &mut usize| -> Option<()> {
+        let len = varint32(batch, pos)? as usize;
+        let end = pos.checked_add(len).filter(|&end| end <= batch.len())?;
+        *pos = end;
+        Some(())
+    };
+    while pos < batch.len() {
+        let tag = batch[pos];
+        pos += 1;
+        match tag {
+            1 => slice(&mut pos)
+                .and_then(|()| slice(&mut pos))
+                .ok_or("bad WriteBatch Put")?,
+            0 => slice(&mut pos).ok_or("bad WriteBatch Delete")?,
+            _ => return Err("unknown WriteBatch tag"),
+        }
+        found += 1;
+    }
+    if found != u64::from(count) {
+        return Err("WriteBatch has wrong count");
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn varint(mut v: u64, out: &mut Vec<u8>) {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    fn batch(seq: u64, ops: &[(&[u8], Option<&[u8]>)]) -> Vec<u8> {
+        let mut b = seq.to_le_bytes().to_vec();
+        b.extend_from_slice(&(ops.len() as u32).to_le_bytes());
+        for (key, value) in ops {
+            b.push(u8::from(value.is_some()));
+            varint(key.len() as u64, &mut b);
+            b.extend_from_slice(key);
+            if let Some(value) = value {
+                varint(value.len() as u64, &mut b);
+                b.extend_from_slice(value);
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn batches_count_their_puts_and_deletions_as_leveldb_checks_them() {
+        let good = batch(7, &[(b"a", Some(b"1")), (b"b", None), (b"c", Some(b""))]);
+        assert_eq!(batch_records(&good), Ok(3));
+        assert_eq!(batch_records(&batch(1, &[])), Ok(0));
+        assert_eq!(batch_records(&good[..11]), Err("log record too small"));
+        let mut wrong_count = good.clone();
+        wrong_count[8] = 4;
+        assert_eq!(
+            batch_records(&wrong_count),
+            Err("WriteBatch has wrong count")
+        );
+        assert_eq!(
+            batch_records(&good[..good.len() - 1]),
+            Err("bad WriteBatch Put")
+        );
+        let mut bad_tag = good.clone();
+        bad_tag[12] = 9;
+        assert_eq!(batch_records(&bad_tag), Err("unknown WriteBatch tag"));
+    }
+
+    #[test]
+    fn live_logs_are_those_recovery_replays() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "000003.log",
+            "000005.log",
+            "000007.log",
+            "000009.log",
+            "x.log",
+            "000011.ldb",
+        ] {
+            std::fs::write(dir.path().join(name), b"").unwrap();
+        }
+        let names = |logs: Vec<PathBuf>| -> Vec<String> {
+            logs.iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(
+            names(live_logs(dir.path(), 7, 3).unwrap()),
+            ["000003.log", "000007.log", "000009.log"]
+        );
+        assert_eq!(
+            names(live_logs(dir.path(), 10, 0).unwrap()),
+            Vec::<String>::new()
+        );
+    }
+}
