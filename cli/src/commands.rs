@@ -64,6 +64,8 @@ struct Target {
     not_live: Vec<PathBuf>,
     /// The write-ahead logs recovery replays (a database's).
     logs: Vec<PathBuf>,
+    /// The MANIFEST's last sequence number (a database's).
+    last_sequence: u64,
     /// `None`: as each table's keys show ([`report::keys_of`]).
     keys: Option<Keys>,
 }
@@ -123,6 +125,7 @@ fn target(path: &Path, database: bool, keys: Option<Keys>) -> Result<Target, Fai
             tables: vec![(path.to_path_buf(), None)],
             not_live: Vec::new(),
             logs: Vec::new(),
+            last_sequence: 0,
             keys,
         });
     }
@@ -148,6 +151,7 @@ fn target(path: &Path, database: bool, keys: Option<Keys>) -> Result<Target, Fai
             .collect(),
         not_live: version.not_live,
         logs: version.logs,
+        last_sequence: version.last_sequence,
         keys: Some(Keys::Internal),
     })
 }
@@ -159,6 +163,17 @@ struct Analysis {
     not_live: Vec<PathBuf>,
     /// The write-ahead logs recovery replays, each read as it does.
     logs: Vec<LogReport>,
+    /// The table files outside the current version, held against it.
+    orphans: Vec<Orphan>,
+    /// The MANIFEST's last sequence number.
+    last_sequence: u64,
+}
+
+/// A table file outside the current version: how many of its records the version (its
+/// tables and write-ahead logs) lacks, or why it cannot be read whole.
+struct Orphan {
+    file: String,
+    lacking: Result<u64, String>,
 }
 
 impl Analysis {
@@ -166,6 +181,55 @@ impl Analysis {
         self.logs
             .iter()
             .filter_map(|log| log.damage.as_ref().map(|damage| (log, damage)))
+    }
+
+    /// The table files outside the version that hold records it lacks, with how many.
+    fn lost_at_open(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.orphans
+            .iter()
+            .filter_map(|orphan| match orphan.lacking {
+                Ok(n) if n > 0 => Some((orphan.file.as_str(), n)),
+                _ => None,
+            })
+    }
+
+    /// What to say of each table file outside the version: a problem (`true`) for those
+    /// holding records the version lacks, a note or a warning for the others.
+    fn orphan_lines(&self) -> impl Iterator<Item = (bool, String)> {
+        self.orphans.iter().map(|orphan| match &orphan.lacking {
+            Ok(0) => (
+                false,
+                format!(
+                    "note: {}: not part of the current version, whose tables and logs hold \
+                     its records (what a crash during a compaction leaves); LevelDB deletes it \
+                     when it opens the database",
+                    orphan.file
+                ),
+            ),
+            Ok(n) => (
+                true,
+                format!(
+                    "{}: not part of the current version, and it holds {} the version lacks \
+                     (newer than the MANIFEST's last sequence number {}, in no live \
+                     write-ahead log): LevelDB deletes this file when it opens the database, \
+                     and they are lost. To keep them, copy the directory and run LevelDB's \
+                     RepairDB on the copy (leveldb::RepairDB, leveldb_repair_db in C): it \
+                     rebuilds the MANIFEST from every table and log it can read (it reads \
+                     them all; its tables start at level 0)",
+                    orphan.file,
+                    counted(*n, "record", "records"),
+                    self.last_sequence
+                ),
+            ),
+            Err(e) => (
+                false,
+                format!(
+                    "warning: {}: not part of the current version, and not readable as a \
+                     table ({e}); LevelDB deletes it when it opens the database",
+                    orphan.file
+                ),
+            ),
+        })
     }
 }
 
@@ -237,10 +301,29 @@ fn analyze_all(path: &Path, database: bool, keys: Option<Keys>) -> Result<Analys
         bar.inc(1);
     }
     bar.finish_and_clear();
+    let logs: Vec<LogReport> = target.logs.iter().map(|log| wal::read_log(log)).collect();
+    let held: Vec<(u64, u64)> = logs.iter().flat_map(|log| log.sequences.clone()).collect();
+    let orphans = target
+        .not_live
+        .iter()
+        .map(|file| Orphan {
+            file: file
+                .file_name()
+                .map_or_else(|| shown(file), |n| shown(Path::new(n))),
+            lacking: files::read_regular(file)
+                .map_err(|e| e.to_string())
+                .and_then(|bytes| {
+                    report::records_beyond(&bytes, target.last_sequence, &held)
+                        .map_err(|e| e.to_string())
+                }),
+        })
+        .collect();
     Ok(Analysis {
         tables: reports,
         not_live: target.not_live,
-        logs: target.logs.iter().map(|log| wal::read_log(log)).collect(),
+        logs,
+        orphans,
+        last_sequence: target.last_sequence,
     })
 }
 
@@ -381,6 +464,10 @@ pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
         emit(&(log_damage(log, damage) + "\n"))?;
         problems += 1;
     }
+    for (problem, line) in analysis.orphan_lines() {
+        emit(&(line + "\n"))?;
+        problems += u64::from(problem);
+    }
     for t in tables {
         for p in &t.problems {
             emit(&format!(
@@ -413,6 +500,14 @@ pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
                     "write-ahead log",
                     "write-ahead logs"
                 )
+            );
+        }
+        let lost = analysis.lost_at_open().count();
+        if lost > 0 {
+            let _ = write!(
+                line,
+                "; {} outside the current version holding records it lacks",
+                counted(lost as u64, "table file", "table files")
             );
         }
         emit(&(line + "\n"))?;
@@ -477,6 +572,7 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
         .filter(|t| !t.problems.is_empty())
         .map(|t| t.file.as_str())
         .chain(analysis.damaged_logs().map(|(log, _)| log.file.as_str()))
+        .chain(analysis.lost_at_open().map(|(file, _)| file))
         .collect();
     if !damaged.is_empty() {
         return Err(Failure::damaged(format!(

@@ -28,6 +28,9 @@ pub struct Version {
     pub not_live: Vec<PathBuf>,
     /// The write-ahead logs LevelDB's recovery replays on top of the tables, in order.
     pub logs: Vec<PathBuf>,
+    /// The last sequence number the MANIFEST records: every record of the live tables is at
+    /// or below it; newer ones are in the logs.
+    pub last_sequence: u64,
 }
 
 /// Why the current version could not be read: `damaged` when the files are there but
@@ -179,7 +182,7 @@ struct Edit {
     log_number: Option<u64>,
     prev_log_number: Option<u64>,
     next_file: Option<u64>,
-    last_sequence: bool,
+    last_sequence: Option<u64>,
     deleted: Vec<(u32, u64)>,
     added: Vec<NewFile>,
 }
@@ -198,10 +201,7 @@ fn decode(edit: &[u8]) -> Result<Edit, &'static str> {
             2 => e.log_number = Some(varint64(edit, p).ok_or("log number")?),
             9 => e.prev_log_number = Some(varint64(edit, p).ok_or("previous log number")?),
             3 => e.next_file = Some(varint64(edit, p).ok_or("next file number")?),
-            4 => {
-                varint64(edit, p).ok_or("last sequence number")?;
-                e.last_sequence = true;
-            }
+            4 => e.last_sequence = Some(varint64(edit, p).ok_or("last sequence number")?),
             5 => {
                 level(edit, p)
                     .and_then(|_| internal_key(edit, p))
@@ -282,13 +282,14 @@ struct Replayed {
     /// The write-ahead logs recovery replays: from `log_number` on, and `prev_log_number`.
     log_number: u64,
     prev_log_number: u64,
+    last_sequence: u64,
 }
 
 /// [`live_tables`], with the log numbers.
 fn replay(data: &[u8]) -> Result<Replayed, Error> {
     let records =
         log_records(data).map_err(|(at, what)| damaged(format!("at offset {at}: {what}")))?;
-    let (mut log_number, mut next_file, mut last_sequence) = (None, None, false);
+    let (mut log_number, mut next_file, mut last_sequence) = (None, None, None);
     let mut prev_log_number = None;
     let mut added: BTreeMap<u32, Vec<NewFile>> = BTreeMap::new();
     // What each level's added tables are keyed by in LevelDB's builder (a set ordered by
@@ -312,7 +313,7 @@ fn replay(data: &[u8]) -> Result<Replayed, Error> {
         log_number = edit.log_number.or(log_number);
         prev_log_number = edit.prev_log_number.or(prev_log_number);
         next_file = edit.next_file.or(next_file);
-        last_sequence |= edit.last_sequence;
+        last_sequence = edit.last_sequence.or(last_sequence);
         // LevelDB's VersionSet::Builder: a deletion is remembered per level, an addition
         // forgets it; a table added twice keeps its first description.
         deleted.extend(edit.deleted);
@@ -333,7 +334,7 @@ fn replay(data: &[u8]) -> Result<Replayed, Error> {
     for (missing, what) in [
         (next_file.is_none(), "no next-file-number entry"),
         (log_number.is_none(), "no log-number entry"),
-        (!last_sequence, "no last-sequence-number entry"),
+        (last_sequence.is_none(), "no last-sequence-number entry"),
     ] {
         if missing {
             return Err(damaged(format!(
@@ -364,6 +365,7 @@ fn replay(data: &[u8]) -> Result<Replayed, Error> {
         live,
         log_number: log_number.unwrap_or_default(),
         prev_log_number: prev_log_number.unwrap_or_default(),
+        last_sequence: last_sequence.unwrap_or_default(),
     })
 }
 
@@ -426,6 +428,7 @@ pub fn current_version(dir: &Path) -> Result<Version, Error> {
         live,
         not_live,
         logs,
+        last_sequence: replayed.last_sequence,
     })
 }
 
@@ -482,7 +485,7 @@ mod tests {
         edit.extend(b"zzzzzzzzz");
         let e = decode(&edit).unwrap();
         assert_eq!(e.comparator.as_deref(), Some(&b"cmp"[..]));
-        assert!(e.log_number == Some(5) && e.next_file == Some(9) && e.last_sequence);
+        assert!(e.log_number == Some(5) && e.next_file == Some(9) && e.last_sequence == Some(100));
         assert_eq!(
             (e.added[0].level, e.added[0].number, e.added[0].size),
             (1, 12, 200)

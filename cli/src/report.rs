@@ -139,6 +139,32 @@ pub fn keys_of(file: &[u8]) -> Keys {
     }
 }
 
+/// How many records of the table `file` (internal keys) are newer than `last_sequence`
+/// and in none of the write-ahead logs' sequence ranges `held` (`[first, end)`): records a
+/// database's current version lacks, which only this file holds. `Err` where the table or a
+/// block of it cannot be read.
+pub fn records_beyond(
+    file: &[u8],
+    last_sequence: u64,
+    held: &[(u64, u64)],
+) -> Result<u64, table::Error> {
+    let table = Table::open(file)?;
+    let mut lacking = 0;
+    for entry in &table.index {
+        let block = RawBlock::locate(file, entry.handle)?.contents()?;
+        table::for_each_entry(&block, entry.handle.offset, usize::MAX, |key, _| {
+            let Some(tag) = key.len().checked_sub(8).map(|at| &key[at..]) else {
+                return;
+            };
+            let sequence = u64::from_le_bytes(tag.try_into().expect("8 bytes")) >> 8;
+            if sequence > last_sequence && !held.iter().any(|&(a, b)| (a..b).contains(&sequence)) {
+                lacking += 1;
+            }
+        })?;
+    }
+    Ok(lacking)
+}
+
 /// Reads the table in `file` and reports on it. `Err` when its structure (footer, index)
 /// cannot be read; damage inside data blocks is a [`Problem`].
 pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, table::Error> {

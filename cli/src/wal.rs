@@ -26,6 +26,9 @@ pub struct LogReport {
     pub records: u64,
     /// The first damage LevelDB's paranoid recovery stops at.
     pub damage: Option<LogDamage>,
+    /// The sequence numbers its batches hold, `[first, end)` a batch.
+    #[serde(skip)]
+    pub sequences: Vec<(u64, u64)>,
 }
 
 /// Where a log is damaged: the byte offset in the file (for a damaged batch, the offset of
@@ -73,6 +76,7 @@ pub fn read_log(path: &Path) -> LogReport {
         batches: 0,
         records: 0,
         damage: None,
+        sequences: Vec::new(),
     };
     let data = match files::read_regular(path) {
         Ok(data) => data,
@@ -99,6 +103,8 @@ pub fn read_log(path: &Path) -> LogReport {
             Ok(count) => {
                 report.batches += 1;
                 report.records += count;
+                let first = u64::from_le_bytes(batch[..8].try_into().expect("8 bytes"));
+                report.sequences.push((first, first.saturating_add(count)));
             }
             Err(what) => {
                 report.damage = Some(LogDamage {
