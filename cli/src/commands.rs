@@ -183,6 +183,11 @@ impl Analysis {
             .filter_map(|log| log.damage.as_ref().map(|damage| (log, damage)))
     }
 
+    /// The records the write-ahead logs hold (not yet in a table).
+    fn log_records(&self) -> u64 {
+        self.logs.iter().map(|log| log.records).sum()
+    }
+
     /// The table files outside the version that hold records it lacks, with how many.
     fn lost_at_open(&self) -> impl Iterator<Item = (&str, u64)> {
         self.orphans
@@ -432,7 +437,7 @@ pub fn inspect(path: &Path, json: bool, keys: Option<Keys>) -> Result<u8, Failur
         emit(&(json + "\n"))?;
     } else {
         let mut text = report::render(tables, &total, not_live);
-        let records: u64 = analysis.logs.iter().map(|log| log.records).sum();
+        let records = analysis.log_records();
         if records > 0 {
             let _ = writeln!(
                 text,
@@ -534,7 +539,7 @@ pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
             counted(unchecked.len() as u64, "table", "tables"),
         );
     }
-    let log_records: u64 = analysis.logs.iter().map(|log| log.records).sum();
+    let log_records = analysis.log_records();
     if log_records > 0 {
         let _ = write!(
             line,
