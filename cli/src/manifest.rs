@@ -257,6 +257,32 @@ fn leveldb_opens(path: &Path) -> bool {
         .is_ok_and(|meta| meta.is_file() && meta.len() > 0 && std::fs::File::open(path).is_ok())
 }
 
+/// The live logs of the database in `dir`: files `NNNNNN.log` with a number at or above
+/// `log_number` or equal to `prev_log_number`, by number, as recovery replays them.
+pub fn live_logs(
+    dir: &Path,
+    log_number: u64,
+    prev_log_number: u64,
+) -> std::io::Result<Vec<PathBuf>> {
+    let mut logs = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let number = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".log"))
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<u64>().ok());
+        if let Some(number) = number
+            && (number >= log_number || number == prev_log_number)
+        {
+            logs.push((number, path));
+        }
+    }
+    logs.sort();
+    Ok(logs.into_iter().map(|(_, path)| path).collect())
+}
+
 /// Whether `dir` is a database directory (it has `CURRENT`).
 pub fn is_database(dir: &Path) -> bool {
     dir.join("CURRENT").symlink_metadata().is_ok()
@@ -421,8 +447,7 @@ pub fn current_version(dir: &Path) -> Result<Version, Error> {
         }
     }
     not_live.sort();
-    let logs =
-        crate::wal::live_logs(dir, replayed.log_number, replayed.prev_log_number).map_err(io)?;
+    let logs = live_logs(dir, replayed.log_number, replayed.prev_log_number).map_err(io)?;
     Ok(Version {
         manifest,
         live,
@@ -566,5 +591,33 @@ mod tests {
         );
         assert_eq!(live.len(), 1);
         assert_eq!((live[0].level, live[0].number), (1, 50_000));
+    }
+
+    #[test]
+    fn live_logs_are_those_recovery_replays() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "000003.log",
+            "000005.log",
+            "000007.log",
+            "000009.log",
+            "x.log",
+            "000011.ldb",
+        ] {
+            std::fs::write(dir.path().join(name), b"").unwrap();
+        }
+        let names = |logs: Vec<PathBuf>| -> Vec<String> {
+            logs.iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(
+            names(live_logs(dir.path(), 7, 3).unwrap()),
+            ["000003.log", "000007.log", "000009.log"]
+        );
+        assert_eq!(
+            names(live_logs(dir.path(), 10, 0).unwrap()),
+            Vec::<String>::new()
+        );
     }
 }

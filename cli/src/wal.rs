@@ -7,7 +7,7 @@
 //! to the database: LevelDB with paranoid checks refuses to open it, and without them drops
 //! the damaged records, for good at the next compaction.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -37,32 +37,6 @@ pub struct LogReport {
 pub struct LogDamage {
     pub offset: u64,
     pub what: String,
-}
-
-/// The live logs of the database in `dir`: files `NNNNNN.log` with a number at or above
-/// `log_number` or equal to `prev_log_number`, by number, as recovery replays them.
-pub fn live_logs(
-    dir: &Path,
-    log_number: u64,
-    prev_log_number: u64,
-) -> std::io::Result<Vec<PathBuf>> {
-    let mut logs = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        let number = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.strip_suffix(".log"))
-            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|n| n.parse::<u64>().ok());
-        if let Some(number) = number
-            && (number >= log_number || number == prev_log_number)
-        {
-            logs.push((number, path));
-        }
-    }
-    logs.sort();
-    Ok(logs.into_iter().map(|(_, path)| path).collect())
 }
 
 /// Reads the log at `path`: its batches and records, or the damage recovery stops at. A file
@@ -198,33 +172,5 @@ mod tests {
         let mut bad_tag = good.clone();
         bad_tag[12] = 9;
         assert_eq!(batch_records(&bad_tag), Err("unknown WriteBatch tag"));
-    }
-
-    #[test]
-    fn live_logs_are_those_recovery_replays() {
-        let dir = tempfile::tempdir().unwrap();
-        for name in [
-            "000003.log",
-            "000005.log",
-            "000007.log",
-            "000009.log",
-            "x.log",
-            "000011.ldb",
-        ] {
-            std::fs::write(dir.path().join(name), b"").unwrap();
-        }
-        let names = |logs: Vec<PathBuf>| -> Vec<String> {
-            logs.iter()
-                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-                .collect()
-        };
-        assert_eq!(
-            names(live_logs(dir.path(), 7, 3).unwrap()),
-            ["000003.log", "000007.log", "000009.log"]
-        );
-        assert_eq!(
-            names(live_logs(dir.path(), 10, 0).unwrap()),
-            Vec::<String>::new()
-        );
     }
 }
