@@ -42,27 +42,35 @@ pub struct LogDamage {
 /// Reads the log at `path`: its batches and records, or the damage recovery stops at. A file
 /// that cannot be read is damage too (LevelDB's recovery fails on it).
 pub fn read_log(path: &Path) -> LogReport {
+    let file = path
+        .file_name()
+        .map(|n| files::shown(Path::new(n)))
+        .unwrap_or_default();
+    match files::read_regular(path) {
+        Ok(data) => log_of(file, &data),
+        Err(e) => LogReport {
+            file,
+            batches: 0,
+            records: 0,
+            damage: Some(LogDamage {
+                offset: 0,
+                what: format!("cannot be read: {e}"),
+            }),
+            sequences: Vec::new(),
+        },
+    }
+}
+
+/// A log's bytes read as [`read_log`] reads the file named `file`.
+pub fn log_of(file: String, data: &[u8]) -> LogReport {
     let mut report = LogReport {
-        file: path
-            .file_name()
-            .map(|n| files::shown(Path::new(n)))
-            .unwrap_or_default(),
+        file,
         batches: 0,
         records: 0,
         damage: None,
         sequences: Vec::new(),
     };
-    let data = match files::read_regular(path) {
-        Ok(data) => data,
-        Err(e) => {
-            report.damage = Some(LogDamage {
-                offset: 0,
-                what: format!("cannot be read: {e}"),
-            });
-            return report;
-        }
-    };
-    let records = match log_records_at(&data) {
+    let records = match log_records_at(data) {
         Ok(records) => records,
         Err((at, what)) => {
             report.damage = Some(LogDamage {
