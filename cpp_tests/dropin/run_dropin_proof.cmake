@@ -8,10 +8,14 @@
 #         -P run_dropin_proof.cmake
 #
 # COMPACT adds an arrangement, preload_compact: STOCK preloaded with LEVELDB_BLOOM_FORMAT=compact
-# (same output, its own tables). STRING_LAYOUT requires every policy the drop-in made to be of
-# that std::string layout (the statistics' dropin_policies_<layout>_string). PRELOAD_SERVES=OFF
+# (same output, its own tables). STRING_LAYOUT requires every LevelDB the drop-in served to be
+# of that std::string layout (the statistics' leveldbs_<layout>_string). PRELOAD_SERVES=OFF
 # is for a program with LevelDB compiled in, whose calls never leave the executable: preloaded,
-# the drop-in must change nothing and its statistics file must say served=no.
+# the drop-in must change nothing and its statistics file must say served=no. DECLINED=ON is
+# for a LevelDB whose strings the drop-in cannot prove it may write (libc++, a libstdc++ of
+# its own linked in): every drop-in arrangement must say so once on standard error and in the
+# statistics (served=declined and the reason), its own policy must write every filter
+# (tables byte-identical to stock in both formats), and the drop-in must answer the queries.
 #
 # PRELOAD_FIRST (sanitized builds: the ASan or TSan runtime) is preloaded ahead of DROPIN_SO;
 # LAUNCHER (a '|'-separated command, e.g. valgrind and its options) runs every program.
@@ -72,6 +76,10 @@ if(COMPACT)
 endif()
 if(NOT DEFINED PRELOAD_SERVES)
   set(PRELOAD_SERVES ON)
+endif()
+set(expected_served yes)
+if(DECLINED)
+  set(expected_served declined)
 endif()
 if(DEFINED STRING_LAYOUT AND NOT STRING_LAYOUT MATCHES "^(|cxx11|old)$")
   message(FATAL_ERROR "run_dropin_proof.cmake: -DSTRING_LAYOUT=cxx11|old")
@@ -146,6 +154,14 @@ foreach(arrangement IN LISTS arrangements)
   if(NOT rc STREQUAL "0")
     message(FATAL_ERROR "${PROGRAM} [${arrangement}]: ${exe} failed (${rc}):\n${errors}")
   endif()
+  string(REGEX MATCHALL "leveldb-bloom: declined the LevelDB" said_declined "${errors}")
+  list(LENGTH said_declined times_declined)
+  if(NOT arrangement STREQUAL "stock" AND DECLINED AND NOT times_declined EQUAL 1)
+    fail_check("one line on standard error saying the LevelDB was declined, got:\n${errors}")
+  endif()
+  if((arrangement STREQUAL "stock" OR NOT DECLINED) AND NOT times_declined EQUAL 0)
+    fail_check("no LevelDB declined, got:\n${errors}")
+  endif()
 
   # The table files, by name, with their sizes.
   file(GLOB tables RELATIVE "${dir}/db" "${dir}/db/*.ldb")
@@ -189,7 +205,7 @@ foreach(arrangement IN LISTS arrangements)
   set(identical 0)
   # Compact filters are other bytes by design: the same output is their proof.
   set(compared_tables "${tables}")
-  if(format STREQUAL "compact")
+  if(format STREQUAL "compact" AND NOT DECLINED)
     set(compared_tables "")
   endif()
   foreach(t IN LISTS compared_tables)
@@ -219,8 +235,9 @@ foreach(arrangement IN LISTS arrangements)
     continue()
   endif()
   file(READ "${stats_file}" stats_text)
-  foreach(f served format bits_per_key dropin_policies dropin_policies_cxx11_string
-            dropin_policies_old_string fallbacks filters_built keys_added queries no_match)
+  foreach(f served format bits_per_key dropin_policies leveldbs_cxx11_string
+            leveldbs_old_string leveldbs_declined filters_built filters_built_by_own_policy
+            keys_added queries no_match)
     unset(st_${f})
   endforeach()
   parse_lines(st "${stats_text}")
@@ -237,12 +254,29 @@ foreach(arrangement IN LISTS arrangements)
   endif()
   # The program's bits per key, in the arrangement's format.
   if(NOT "${st_format}" STREQUAL "${format}" OR NOT "${st_bits_per_key}" STREQUAL "program"
-     OR NOT "${st_served}" STREQUAL "yes" OR NOT "${st_fallbacks}" STREQUAL "0")
+     OR NOT "${st_served}" STREQUAL "${expected_served}")
     message(FATAL_ERROR "${PROGRAM} [${arrangement}]: statistics file names format "
-                        "'${st_format}', bits per key '${st_bits_per_key}':\n${stats_text}")
+                        "'${st_format}', bits per key '${st_bits_per_key}', served "
+                        "'${st_served}':\n${stats_text}")
   endif()
-  if(STRING_LAYOUT AND NOT "${st_dropin_policies_${STRING_LAYOUT}_string}" STREQUAL "${st_dropin_policies}")
-    fail_check("every policy made for ${STRING_LAYOUT} strings:\n${stats_text}")
+  if(DECLINED)
+    if(NOT "${st_leveldbs_declined}" STREQUAL "1" OR NOT st_filters_built EQUAL 0
+       OR NOT st_filters_built_by_own_policy GREATER 0
+       OR NOT stats_text MATCHES "\ndeclined=declined the LevelDB in [^\n]+\n")
+      fail_check("one LevelDB declined, with its reason, its own policy writing every filter:\n${stats_text}")
+    endif()
+  elseif(NOT "${st_leveldbs_declined}" STREQUAL "0"
+         OR NOT "${st_filters_built_by_own_policy}" STREQUAL "0")
+    fail_check("no LevelDB declined:\n${stats_text}")
+  endif()
+  if(STRING_LAYOUT STREQUAL "cxx11")
+    set(other_layout old)
+  else()
+    set(other_layout cxx11)
+  endif()
+  if(STRING_LAYOUT AND (NOT "${st_leveldbs_${STRING_LAYOUT}_string}" GREATER 0
+                        OR NOT "${st_leveldbs_${other_layout}_string}" STREQUAL "0"))
+    fail_check("every LevelDB served with ${STRING_LAYOUT} strings:\n${stats_text}")
   endif()
   foreach(f dropin_policies filters_built keys_added queries no_match)
     if(NOT DEFINED st_${f} OR NOT "${st_${f}}" MATCHES "^[0-9]+$")
@@ -258,14 +292,16 @@ foreach(arrangement IN LISTS arrangements)
   if(NOT st_dropin_policies EQUAL out_bloom_policies_created)
     fail_check("dropin_policies (${st_dropin_policies}) == the program's NewBloomFilterPolicy calls (${out_bloom_policies_created})")
   endif()
-  if(NOT st_filters_built GREATER 0)
-    fail_check("filters_built > 0")
-  endif()
-  if(st_keys_added LESS written)
-    fail_check("keys_added (${st_keys_added}) >= puts + deletes (${written})")
-  endif()
-  if(NOT st_keys_added EQUAL written_and_live)
-    fail_check("keys_added (${st_keys_added}) == puts + deletes + live_keys (${written_and_live})")
+  if(NOT DECLINED)
+    if(NOT st_filters_built GREATER 0)
+      fail_check("filters_built > 0")
+    endif()
+    if(st_keys_added LESS written)
+      fail_check("keys_added (${st_keys_added}) >= puts + deletes (${written})")
+    endif()
+    if(NOT st_keys_added EQUAL written_and_live)
+      fail_check("keys_added (${st_keys_added}) == puts + deletes + live_keys (${written_and_live})")
+    endif()
   endif()
   if(st_no_match GREATER out_absent_lookups)
     fail_check("no_match (${st_no_match}) <= absent_lookups (${out_absent_lookups})")
@@ -279,7 +315,7 @@ foreach(arrangement IN LISTS arrangements)
 
   list(LENGTH compared_tables n_tables)
   set(tables_said "${identical}/${n_tables} tables byte-identical (${table_sizes})")
-  if(format STREQUAL "compact")
+  if(format STREQUAL "compact" AND NOT DECLINED)
     set(tables_said "compact tables (${table_sizes})")
   endif()
   message(STATUS "${PROGRAM} [${arrangement}]: output identical; ${tables_said}; stats: ${shown}")
