@@ -9,6 +9,9 @@
  * Runs the workload of workload.h, reads every key and WL_ABSENT_LOOKUPS absent keys,
  * iterates over the database and prints counts and an FNV-1a digest of every key/value
  * pair. Any wrong answer (a missing key, a wrong value, an absent key found) is an error.
+ *
+ * With DROPIN_WORKLOAD_LIBRARY defined it is a library instead, whose main is
+ * dropin_workload_main (bundled/: loaded by a host program after its LevelDB).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +21,11 @@
 #include <leveldb/c.h>
 
 #include "workload.h"
+
+#ifdef DROPIN_WORKLOAD_LIBRARY
+int dropin_workload_main(int argc, char **argv);
+#define main dropin_workload_main
+#endif
 
 static void check(char *err, const char *what) {
   if (err != NULL) {

@@ -6,6 +6,10 @@
 // Usage: dropin_cxx_program DB_DIR   (DB_DIR must not hold a database yet)
 //
 // The same workload as dropin_c_program.c (workload.h), through the C++ API.
+//
+// With DROPIN_WORKLOAD_LIBRARY defined it is a library instead (bundled/: a wrapper library
+// over its own LevelDB): main is dropin_workload_main, and the host program makes the Bloom
+// policies (dropin_host_new_policy).
 
 #include <cstdint>
 #include <cstdio>
@@ -21,6 +25,15 @@
 #include <leveldb/status.h>
 
 #include "workload.h"
+
+#ifdef DROPIN_WORKLOAD_LIBRARY
+extern "C" const void* dropin_host_new_policy(int bits_per_key);
+extern "C" int dropin_workload_main(int argc, char** argv);
+#define main dropin_workload_main
+#define NEW_BLOOM_POLICY(b) static_cast<const leveldb::FilterPolicy*>(dropin_host_new_policy(b))
+#else
+#define NEW_BLOOM_POLICY(b) leveldb::NewBloomFilterPolicy(b)
+#endif
 
 namespace {
 
@@ -64,7 +77,7 @@ struct OpenDB {
 
 OpenDB open_db(const std::string& dir, bool create) {
   OpenDB o;
-  o.policy.reset(leveldb::NewBloomFilterPolicy(WL_BITS_PER_KEY));
+  o.policy.reset(NEW_BLOOM_POLICY(WL_BITS_PER_KEY));
   policies_created++;
   leveldb::Options options;
   options.filter_policy = o.policy.get();

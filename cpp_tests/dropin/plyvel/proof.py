@@ -85,9 +85,11 @@ def main(dropin, work):
         checks = {
             "served=yes": stats.get("served") == "yes",
             f"format={arrangement}": stats.get("format") == arrangement,
-            "every policy made with old strings": counts.get("dropin_policies_old_string", 0)
-            >= 2 and counts.get("dropin_policies_cxx11_string") == 0,
-            "no fallback": counts.get("fallbacks") == 0,
+            "two policies made": counts.get("dropin_policies") == 2,
+            "its LevelDB served with old strings": counts.get("leveldbs_old_string") == 1
+            and counts.get("leveldbs_cxx11_string") == 0,
+            "no LevelDB declined": counts.get("leveldbs_declined") == 0
+            and counts.get("filters_built_by_own_policy") == 0,
             "filters built": counts.get("filters_built", 0) > 0,
             "keys_added >= puts": counts.get("keys_added", 0) >= int(expected["puts"]),
             "queries >= present lookups": counts.get("queries", 0)
