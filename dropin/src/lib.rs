@@ -90,7 +90,7 @@ pub extern "C-unwind" fn leveldb_bloom_dropin_filter_policy_create(
                 .unwrap_or_else(|_| Err("the drop-in failed reading its symbols".to_owned()))
                 .inspect_err(|why| {
                     count_declined(&format!(
-                        "declined the LevelDB in the program ({why}); no filter policy: \
+                        "the LevelDB in the program ({why}); no filter policy: \
                          the drop-in replaced its own"
                     ))
                 })
@@ -138,7 +138,7 @@ pub(crate) fn count_served(abi: StringAbi) {
 /// Counts a declined LevelDB, and says why, once, on standard error.
 #[cold]
 pub(crate) fn count_declined(reason: &str) {
-    warn(reason);
+    warn(&format!("declined {reason}"));
     DECLINED
         .lock()
         .unwrap_or_else(|e| e.into_inner())

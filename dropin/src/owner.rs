@@ -322,7 +322,7 @@ fn decline(caller: *const c_void, object: Option<&LoadedObject>, why: String) ->
     } else {
         "it has no Bloom policy of its own the drop-in can find"
     };
-    let reason = format!("declined the LevelDB in {who} ({why}); {outcome}");
+    let reason = format!("the LevelDB in {who} ({why}); {outcome}");
     crate::count_declined(&reason);
     let reason = CString::new(reason).unwrap_or_default().into_raw();
     Decision {

@@ -23,18 +23,14 @@
 #include "leveldb_bloom.h"
 #include "string_ops.h"
 
-namespace {
+namespace leveldb_bloom_dropin {
 
-// leveldb::Slice (include/leveldb/slice.h): its two members, in order.
-struct Slice {
-  const char* data;
-  size_t size;
-};
-static_assert(sizeof(Slice) == sizeof(leveldb_bloom_slice),
-              "leveldb::Slice must be (data, size) to be read as leveldb_bloom_slice");
+struct Slice;
 
 // LevelDB's filter policy interface, as a LevelDB's own objects implement it: the vtable
-// through which the drop-in calls (and deletes) the policy of the LevelDB it declines.
+// through which the drop-in calls (and deletes) the policy of the LevelDB it declines. Not in
+// an anonymous namespace: the compiler would then know every class derived from it (none
+// here) and turn the calls into calls of the pure functions.
 class LevelDbPolicy {
  public:
   virtual ~LevelDbPolicy() = default;
@@ -42,6 +38,26 @@ class LevelDbPolicy {
   virtual void CreateFilter(const Slice* keys, int n, void* dst) const = 0;
   virtual bool KeyMayMatch(const Slice& key, const Slice& filter) const = 0;
 };
+
+}  // namespace leveldb_bloom_dropin
+
+namespace {
+
+using leveldb_bloom_dropin::LevelDbPolicy;
+
+}  // namespace
+
+// leveldb::Slice (include/leveldb/slice.h): its two members, in order.
+struct leveldb_bloom_dropin::Slice {
+  const char* data;
+  size_t size;
+};
+
+namespace {
+
+using leveldb_bloom_dropin::Slice;
+static_assert(sizeof(Slice) == sizeof(leveldb_bloom_slice),
+              "leveldb::Slice must be (data, size) to be read as leveldb_bloom_slice");
 
 // What every LevelDB reader answers "may match": used when no filter can be built.
 constexpr char kAlwaysMatchFilter[2] = {0, 0};
