@@ -11,6 +11,7 @@ use crate::leveldb::{Db, builds};
 use crate::lock::{DatabaseLock, LockError};
 use crate::manifest;
 use crate::report::{self, Keys, TableReport};
+use crate::table::OpenTable;
 use crate::wal::{self, LogDamage, LogReport};
 use leveldb_bloom::AnyPolicy;
 
@@ -268,16 +269,17 @@ fn analyze_all(path: &Path, database: bool, keys: Option<Keys>) -> Result<Analys
             .map_or_else(|| shown(file), |n| shown(Path::new(n)));
         bar.set_message(name.clone());
         let limit = live.as_ref().map_or(u64::MAX, |t| t.file.size);
-        let report = match files::read_regular_prefix(file, limit) {
-            Ok((bytes, file_len)) => {
-                if live.is_none() && !crate::table::has_table_magic(&bytes) {
+        let report = match files::open_regular(file) {
+            Ok((opened, file_len)) => {
+                let table = OpenTable::new(opened, file_len.min(limit));
+                if live.is_none() && !crate::table::has_table_magic(&table) {
                     return Err(Failure::error(format!(
                         "{}: not a LevelDB table (it does not end in a table footer)",
                         shown(file)
                     )));
                 }
-                let keys = target.keys.unwrap_or_else(|| report::keys_of(&bytes));
-                let mut report = report::analyze(name.clone(), &bytes, keys).unwrap_or_else(|e| {
+                let keys = target.keys.unwrap_or_else(|| report::keys_of(&table));
+                let mut report = report::analyze(name.clone(), &table, keys).unwrap_or_else(|e| {
                     unreadable(
                         &name,
                         e.offset,
@@ -315,11 +317,15 @@ fn analyze_all(path: &Path, database: bool, keys: Option<Keys>) -> Result<Analys
             file: file
                 .file_name()
                 .map_or_else(|| shown(file), |n| shown(Path::new(n))),
-            lacking: files::read_regular(file)
+            lacking: files::open_regular(file)
                 .map_err(|e| e.to_string())
-                .and_then(|bytes| {
-                    report::records_beyond(&bytes, target.last_sequence, &held)
-                        .map_err(|e| e.to_string())
+                .and_then(|(opened, len)| {
+                    report::records_beyond(
+                        &OpenTable::new(opened, len),
+                        target.last_sequence,
+                        &held,
+                    )
+                    .map_err(|e| e.to_string())
                 }),
         })
         .collect();

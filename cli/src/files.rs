@@ -52,6 +52,12 @@ pub fn read_regular(path: &Path) -> Result<Vec<u8>, ReadError> {
 /// file's length: a table is read as LevelDB reads it, up to the size its MANIFEST records,
 /// whatever lies past that.
 pub fn read_regular_prefix(path: &Path, limit: u64) -> Result<(Vec<u8>, u64), ReadError> {
+    let (file, len) = open_regular(path)?;
+    Ok((read_at_most(file, len.min(limit))?, len))
+}
+
+/// The regular file at `path`, open for reading, and its length.
+pub fn open_regular(path: &Path) -> Result<(File, u64), ReadError> {
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. It
     // changes nothing for a regular file.
     let file = OpenOptions::new()
@@ -66,7 +72,7 @@ pub fn read_regular_prefix(path: &Path, limit: u64) -> Result<(Vec<u8>, u64), Re
     if !meta.is_file() {
         return Err(ReadError::NotRegular(kind_of(&meta)));
     }
-    Ok((read_at_most(file, meta.len().min(limit))?, meta.len()))
+    Ok((file, meta.len()))
 }
 
 /// At most `len` bytes of `file` (a file that grew since is read as it was).

@@ -43,7 +43,7 @@ pub unsafe extern "C" fn leveldb_bloom_cli_fuzz_table(
     } else {
         Keys::User
     };
-    match report::analyze(String::new(), bytes, keys) {
+    match report::analyze(String::new(), &bytes, keys) {
         Err(_) => -1,
         Ok(r) => {
             // SAFETY: the caller passes a writable pointer.

@@ -9,14 +9,17 @@ use serde::Serialize;
 
 use leveldb_bloom::{CompactPolicy, FilterBlockReader, FilterPolicy, bloom, compact};
 
-use crate::table::{self, RawBlock, Table};
+use crate::table::{self, RawBlock, Table, TableFile};
 
 /// The filter policy whose filters this tool reads (LevelDB's Bloom filters, and the
 /// compact filters that keep its name).
 pub const BUILTIN_POLICY: &str = leveldb_bloom::NAME;
 
-/// The most bytes of user keys a table's false-positive measurement keeps (a sample beyond).
+/// The most memory a table's false-positive measurement keeps user keys in (a sample beyond),
+/// counting each key's bytes and [`SAMPLE_KEY_OVERHEAD`].
 const SAMPLE_KEY_BYTES: usize = 16 << 20;
+/// What a sampled key costs besides its bytes: its vector and its slot in the set.
+const SAMPLE_KEY_OVERHEAD: usize = 48;
 
 /// How keys are stored: database tables hold internal keys (the user key and an 8-byte
 /// tag), tables written with `TableBuilder` directly hold user keys.
@@ -115,13 +118,13 @@ impl TableReport {
 /// How the keys of the table in `file` are stored, as they show it: internal keys when every
 /// key ends in a tag of LevelDB's value types (0, a deletion, or 1, a value) and there is a
 /// key; user keys otherwise. (A table that cannot be read: internal keys, as in a database.)
-pub fn keys_of(file: &[u8]) -> Keys {
+pub fn keys_of(file: &dyn TableFile) -> Keys {
     let Ok(table) = Table::open(file) else {
         return Keys::Internal;
     };
     let (mut any, mut all_internal) = (false, true);
     for entry in &table.index {
-        let Ok(block) = RawBlock::locate(file, entry.handle).and_then(|b| b.contents()) else {
+        let Ok(block) = RawBlock::locate(file, entry.handle).and_then(RawBlock::contents) else {
             continue;
         };
         let _ = table::for_each_entry(&block, entry.handle.offset, usize::MAX, |key, _| {
@@ -144,7 +147,7 @@ pub fn keys_of(file: &[u8]) -> Keys {
 /// database's current version lacks, which only this file holds. `Err` where the table or a
 /// block of it cannot be read.
 pub fn records_beyond(
-    file: &[u8],
+    file: &dyn TableFile,
     last_sequence: u64,
     held: &[(u64, u64)],
 ) -> Result<u64, table::Error> {
@@ -167,7 +170,11 @@ pub fn records_beyond(
 
 /// Reads the table in `file` and reports on it. `Err` when its structure (footer, index)
 /// cannot be read; damage inside data blocks is a [`Problem`].
-pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, table::Error> {
+pub fn analyze(
+    name: String,
+    file: &dyn TableFile,
+    keys: Keys,
+) -> Result<TableReport, table::Error> {
     let table = Table::open(file)?;
     let mut report = TableReport {
         file: name,
@@ -182,18 +189,21 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
             count: 1,
         });
     }
-    for handle in table.all_blocks() {
+    // Every block LevelDB reads, its checksum (a data block's as the walk below reads it):
+    // these problems come first, in the order of `all_blocks`.
+    let mut checksums: Vec<Problem> = Vec::new();
+    let mut check = |block: Result<&RawBlock, &table::Error>, report: &mut TableReport| {
         report.blocks_checked += 1;
-        match RawBlock::locate(file, handle) {
-            Ok(block) if !block.checksum_ok() => report.problems.push(Problem {
-                offset: handle.offset,
+        match block {
+            Ok(block) if !block.checksum_ok() => checksums.push(Problem {
+                offset: block.handle.offset,
                 what: "block checksum mismatch".into(),
                 count: 1,
             }),
             Ok(block) => report.compressed_blocks += u64::from(block.compression == 1),
-            Err(e) => report.problems.push(problem(e)),
+            Err(e) => checksums.push(problem(e.clone())),
         }
-    }
+    };
     let ours = table.filter_policy.as_deref() == Some(BUILTIN_POLICY);
     // Reads both formats (Bloom filters exactly as LevelDB does).
     let policy = CompactPolicy::new(10.0).expect("10 bits per key is valid");
@@ -213,7 +223,9 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
     let mut previous_key: Vec<u8> = Vec::new();
     let mut previous_separator: Option<&[u8]> = None;
     for (i, entry) in table.index.iter().enumerate() {
-        let block = match RawBlock::locate(file, entry.handle).and_then(|b| b.contents()) {
+        let raw = RawBlock::locate(file, entry.handle);
+        check(raw.as_ref(), &mut report);
+        let block = match raw.and_then(RawBlock::contents) {
             Ok(contents) => contents,
             Err(e) => {
                 report.problems.push(problem(e));
@@ -293,6 +305,11 @@ pub fn analyze(name: String, file: &[u8], keys: Keys) -> Result<TableReport, tab
             });
         }
     }
+    for &handle in &table.all_blocks()[table.index.len()..] {
+        check(RawBlock::locate(file, handle).as_ref(), &mut report);
+    }
+    checksums.append(&mut report.problems);
+    report.problems = checksums;
     let Some(f) = filters else {
         return Ok(report);
     };
@@ -341,8 +358,9 @@ struct KeySample {
 
 impl KeySample {
     fn add(&mut self, key: &[u8]) {
-        if self.bytes + key.len() <= SAMPLE_KEY_BYTES && !self.keys.contains(key) {
-            self.bytes += key.len();
+        let cost = key.len() + SAMPLE_KEY_OVERHEAD;
+        if self.bytes + cost <= SAMPLE_KEY_BYTES && !self.keys.contains(key) {
+            self.bytes += cost;
             self.keys.insert(key.to_vec());
         }
     }
@@ -568,6 +586,6 @@ mod tests {
             "../../cpp_tests/fuzz/regressions/table_reader/index-entry-end-overflow"
         );
         // Damaged further on too: an error, where the end's addition once overflowed.
-        assert!(analyze(String::new(), &input[1..], Keys::User).is_err());
+        assert!(analyze(String::new(), &&input[1..], Keys::User).is_err());
     }
 }

@@ -2,10 +2,13 @@
 //! blocks with their trailers (compression type and masked CRC32C), and the prefix-compressed
 //! entries with their restart array. Every length read from the file is checked against the
 //! bytes that are there before anything is sized by it, so corrupt input is an [`Error`]
-//! naming the offset, never a panic or a huge allocation.
+//! naming the offset, never a panic or a huge allocation. A file is read block by block, as
+//! LevelDB reads it ([`TableFile`]): memory follows the largest block, not the file.
 
 use std::borrow::Cow;
 use std::fmt;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 
 use leveldb_bloom::{FilterBlockReader, FilterPolicy};
 
@@ -40,6 +43,65 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "at offset {}: {}", self.offset, self.what)
+    }
+}
+
+/// A table's bytes, read where they are needed.
+pub trait TableFile {
+    /// The table's length in bytes: the file's, or the part of it LevelDB reads.
+    fn size(&self) -> u64;
+    /// The `len` bytes at `offset`, which lie inside the table.
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, Error>;
+}
+
+/// Bytes in memory (a fuzzer's input, a test's table).
+impl<T: AsRef<[u8]>> TableFile for T {
+    fn size(&self) -> u64 {
+        self.as_ref().len() as u64
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, Error> {
+        usize::try_from(offset)
+            .ok()
+            .and_then(|start| self.as_ref().get(start..start.checked_add(len)?))
+            .map(Cow::Borrowed)
+            .ok_or_else(|| Error::at(offset, "read past the end of the table"))
+    }
+}
+
+/// A table in an open file, its first `len` bytes (the size a MANIFEST records, or all).
+pub struct OpenTable {
+    file: File,
+    len: u64,
+}
+
+impl OpenTable {
+    pub fn new(file: File, len: u64) -> OpenTable {
+        OpenTable { file, len }
+    }
+}
+
+impl TableFile for OpenTable {
+    fn size(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, Error> {
+        if offset
+            .checked_add(len as u64)
+            .is_none_or(|end| end > self.len)
+        {
+            return Err(Error::at(offset, "read past the end of the table"));
+        }
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(len)
+            .map_err(|_| Error::at(offset, format!("{len} bytes: out of memory")))?;
+        bytes.resize(len, 0);
+        self.file
+            .read_exact_at(&mut bytes, offset)
+            .map_err(|e| Error::at(offset, format!("cannot read the file: {e}")))?;
+        Ok(Cow::Owned(bytes))
     }
 }
 
@@ -101,17 +163,26 @@ pub fn mask_crc(crc: u32) -> u32 {
 }
 
 /// A block as stored: its bytes, compression type and checksum.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct RawBlock<'a> {
     pub handle: BlockHandle,
-    pub stored: &'a [u8],
+    /// The block's bytes and its trailer.
+    bytes: Cow<'a, [u8]>,
     pub compression: u8,
     pub masked_crc: u32,
 }
 
 impl<'a> RawBlock<'a> {
+    /// The block's bytes as stored (compressed or not), without the trailer.
+    pub fn stored(&self) -> &[u8] {
+        &self.bytes[..self.bytes.len() - TRAILER_LEN]
+    }
+
     /// The block `handle` points at in `file`, with its trailer.
-    pub fn locate(file: &'a [u8], handle: BlockHandle) -> Result<RawBlock<'a>, Error> {
+    pub fn locate<F: TableFile + ?Sized>(
+        file: &'a F,
+        handle: BlockHandle,
+    ) -> Result<RawBlock<'a>, Error> {
         let start = usize::try_from(handle.offset).ok();
         let end = start.and_then(|s| {
             s.checked_add(usize::try_from(handle.size).ok()?)?
@@ -120,47 +191,55 @@ impl<'a> RawBlock<'a> {
         let (Some(start), Some(end)) = (start, end) else {
             return Err(Error::at(handle.offset, "block handle out of range"));
         };
-        if end > file.len() {
+        if end as u64 > file.size() {
             return Err(Error::at(
                 handle.offset,
                 format!(
                     "block of {} bytes runs past the end of the file ({} bytes): truncated?",
                     handle.size,
-                    file.len()
+                    file.size()
                 ),
             ));
         }
-        let body_end = end - TRAILER_LEN;
+        let bytes = file.read_at(start as u64, end - start)?;
+        let body_end = end - start - TRAILER_LEN;
         Ok(RawBlock {
             handle,
-            stored: &file[start..body_end],
-            compression: file[body_end],
-            masked_crc: u32::from_le_bytes(file[body_end + 1..end].try_into().expect("4 bytes")),
+            compression: bytes[body_end],
+            masked_crc: u32::from_le_bytes(bytes[body_end + 1..].try_into().expect("4 bytes")),
+            bytes,
         })
     }
 
     /// Whether the stored checksum is that of the block's bytes and its type byte.
     pub fn checksum_ok(&self) -> bool {
-        let crc = crc32c::crc32c_append(crc32c::crc32c(self.stored), &[self.compression]);
+        let crc = crc32c::crc32c_append(crc32c::crc32c(self.stored()), &[self.compression]);
         unmask_crc(self.masked_crc) == crc
     }
 
     /// The block's contents, uncompressed.
-    pub fn contents(&self) -> Result<Cow<'a, [u8]>, Error> {
+    pub fn contents(self) -> Result<Cow<'a, [u8]>, Error> {
         let at = self.handle.offset;
         match self.compression {
-            0 => Ok(Cow::Borrowed(self.stored)),
+            0 => Ok(match self.bytes {
+                Cow::Borrowed(bytes) => Cow::Borrowed(&bytes[..bytes.len() - TRAILER_LEN]),
+                Cow::Owned(mut bytes) => {
+                    bytes.truncate(bytes.len() - TRAILER_LEN);
+                    Cow::Owned(bytes)
+                }
+            }),
             1 => {
-                let len = snap::raw::decompress_len(self.stored)
+                let stored = self.stored();
+                let len = snap::raw::decompress_len(stored)
                     .map_err(|e| Error::at(at, format!("snappy block: {e}")))?;
-                if len > self.stored.len().saturating_mul(SNAPPY_MAX_EXPANSION) + 64 {
+                if len > stored.len().saturating_mul(SNAPPY_MAX_EXPANSION) + 64 {
                     return Err(Error::at(
                         at,
-                        format!("snappy block claims {len} bytes from {}", self.stored.len()),
+                        format!("snappy block claims {len} bytes from {}", stored.len()),
                     ));
                 }
                 snap::raw::Decoder::new()
-                    .decompress_vec(self.stored)
+                    .decompress_vec(stored)
                     .map(Cow::Owned)
                     .map_err(|e| Error::at(at, format!("snappy block: {e}")))
             }
@@ -298,7 +377,7 @@ pub struct IndexEntry {
 /// A table's structure: its index, and its filter block if the metaindex names one.
 #[derive(Debug)]
 pub struct Table<'a> {
-    pub file: &'a [u8],
+    pub file: &'a dyn TableFile,
     pub metaindex: BlockHandle,
     pub index_handle: BlockHandle,
     pub index: Vec<IndexEntry>,
@@ -312,27 +391,36 @@ pub struct Table<'a> {
 }
 
 /// Whether `file` ends as a LevelDB table does: a footer with the table magic number.
-pub fn has_table_magic(file: &[u8]) -> bool {
-    file.len() >= FOOTER_LEN && file[file.len() - 8..] == MAGIC.to_le_bytes()
+pub fn has_table_magic(file: &dyn TableFile) -> bool {
+    file.size()
+        .checked_sub(8)
+        .and_then(|at| file.read_at(at, 8).ok())
+        .is_some_and(|magic| *magic == MAGIC.to_le_bytes())
+}
+
+impl std::fmt::Debug for dyn TableFile + '_ {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a table of {} bytes", self.size())
+    }
 }
 
 impl<'a> Table<'a> {
     /// Reads the footer, the metaindex and the index of the table in `file`.
-    pub fn open(file: &'a [u8]) -> Result<Table<'a>, Error> {
-        let Some(footer_at) = file.len().checked_sub(FOOTER_LEN) else {
+    pub fn open(file: &'a dyn TableFile) -> Result<Table<'a>, Error> {
+        let Some(footer_at) = file.size().checked_sub(FOOTER_LEN as u64) else {
             return Err(Error::at(
                 0,
                 format!(
                     "{} bytes: shorter than a table footer (truncated?)",
-                    file.len()
+                    file.size()
                 ),
             ));
         };
-        let footer = &file[footer_at..];
+        let footer = file.read_at(footer_at, FOOTER_LEN)?;
         let magic = u64::from_le_bytes(footer[40..].try_into().expect("8 bytes"));
         if magic != MAGIC {
             return Err(Error::at(
-                footer_at as u64 + 40,
+                footer_at + 40,
                 format!("not a LevelDB table (magic {magic:#018x})"),
             ));
         }
@@ -342,10 +430,7 @@ impl<'a> Table<'a> {
             BlockHandle::decode(handles, &mut pos),
             BlockHandle::decode(handles, &mut pos),
         ) else {
-            return Err(Error::at(
-                footer_at as u64,
-                "bad block handles in the footer",
-            ));
+            return Err(Error::at(footer_at, "bad block handles in the footer"));
         };
         let mut table = Table {
             file,
@@ -687,7 +772,7 @@ mod tests {
     fn compression_types_leveldb_cannot_read_are_named() {
         let block = |compression| RawBlock {
             handle: BlockHandle { offset: 7, size: 3 },
-            stored: b"abc",
+            bytes: Cow::Borrowed(b"abc\0\0\0\0\0"),
             compression,
             masked_crc: 0,
         };
