@@ -1,7 +1,7 @@
 //! What one pass over a table finds: its counts, its filters and how well they work, and
 //! what is damaged. `inspect` shows the counts, `verify` the damage.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use leveldb_bloom::{CompactPolicy, FilterBlockReader, FilterPolicy, bloom, compact};
 
-use crate::table::{self, RawBlock, Table, TableFile};
+use crate::table::{self, BlockCheck, RawBlock, Table, TableFile};
 
 /// The filter policy whose filters this tool reads (LevelDB's Bloom filters, and the
 /// compact filters that keep its name).
@@ -17,7 +17,7 @@ pub const BUILTIN_POLICY: &str = leveldb_bloom::NAME;
 
 /// The most memory a table's false-positive measurement keeps user keys in (a sample beyond),
 /// counting each key's bytes and [`SAMPLE_KEY_OVERHEAD`].
-const SAMPLE_KEY_BYTES: usize = 16 << 20;
+const SAMPLE_KEY_BYTES: usize = 8 << 20;
 /// What a sampled key costs besides its bytes: its vector and its slot in the set.
 const SAMPLE_KEY_OVERHEAD: usize = 48;
 
@@ -31,7 +31,7 @@ pub enum Keys {
 
 /// One filter of a table: how many keys its window holds, and its bytes' length and last
 /// byte (`None` where the filter block has no filter there).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct FilterShape {
     pub keys: u64,
     pub filter: Option<(usize, Option<u8>)>,
@@ -81,9 +81,9 @@ pub struct TableReport {
     pub first_key: Option<Vec<u8>>,
     #[serde(skip)]
     pub last_key: Option<Vec<u8>>,
-    /// Each filter's shape, in order (empty when the filters were not read).
+    /// The table's filters' distinct shapes (empty when the filters were not read).
     #[serde(skip)]
-    pub filter_shapes: Vec<FilterShape>,
+    pub filter_shapes: BTreeSet<FilterShape>,
     /// Whether its keys were checked against filters that LevelDB's policy reads: a filter
     /// block under LevelDB's policy name that could be read.
     #[serde(skip)]
@@ -189,18 +189,18 @@ pub fn analyze(
             count: 1,
         });
     }
-    // Every block LevelDB reads, its checksum (a data block's as the walk below reads it):
-    // these problems come first, in the order of `all_blocks`.
+    // Every block LevelDB reads, its checksum (a data block's as the walk below reads it,
+    // the others' as `Table::open` read them): these problems come first, data blocks first.
     let mut checksums: Vec<Problem> = Vec::new();
-    let mut check = |block: Result<&RawBlock, &table::Error>, report: &mut TableReport| {
+    let mut check = |block: Result<BlockCheck, &table::Error>, report: &mut TableReport| {
         report.blocks_checked += 1;
         match block {
-            Ok(block) if !block.checksum_ok() => checksums.push(Problem {
-                offset: block.handle.offset,
+            Ok(block) if !block.checksum_ok => checksums.push(Problem {
+                offset: block.offset,
                 what: "block checksum mismatch".into(),
                 count: 1,
             }),
-            Ok(block) => report.compressed_blocks += u64::from(block.compression == 1),
+            Ok(block) => report.compressed_blocks += u64::from(block.compressed),
             Err(e) => checksums.push(problem(e.clone())),
         }
     };
@@ -224,7 +224,7 @@ pub fn analyze(
     let mut previous_separator: Option<&[u8]> = None;
     for (i, entry) in table.index.iter().enumerate() {
         let raw = RawBlock::locate(file, entry.handle);
-        check(raw.as_ref(), &mut report);
+        check(raw.as_ref().map(BlockCheck::of), &mut report);
         let block = match raw.and_then(RawBlock::contents) {
             Ok(contents) => contents,
             Err(e) => {
@@ -281,7 +281,7 @@ pub fn analyze(
         }
         if let Some(first) = &block_first {
             let last = &previous_key;
-            if order(last, &entry.separator).is_gt() {
+            if order(last, table.separator(entry)).is_gt() {
                 report.problems.push(at(
                     "the index's separator for this block is below its last key",
                     1,
@@ -295,7 +295,7 @@ pub fn analyze(
                 ));
             }
         }
-        previous_separator = Some(&entry.separator);
+        previous_separator = Some(table.separator(entry));
         if missed > 0 {
             report.problems.push(Problem {
                 offset: entry.handle.offset,
@@ -305,8 +305,8 @@ pub fn analyze(
             });
         }
     }
-    for &handle in &table.all_blocks()[table.index.len()..] {
-        check(RawBlock::locate(file, handle).as_ref(), &mut report);
+    for &block in &table.structure {
+        check(Ok(block), &mut report);
     }
     checksums.append(&mut report.problems);
     report.problems = checksums;
@@ -317,7 +317,7 @@ pub fn analyze(
     let (mut filtered_keys, mut expected_sum) = (0u64, 0.0);
     for (i, &n) in keys_in_filter.iter().enumerate() {
         let filter = f.filter(i as u64);
-        report.filter_shapes.push(FilterShape {
+        report.filter_shapes.insert(FilterShape {
             keys: n,
             filter: filter.map(|b| (b.len(), b.last().copied())),
         });

@@ -367,17 +367,39 @@ pub fn for_each_entry(
 }
 
 /// One data block, from the index.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct IndexEntry {
-    /// The index key: at least the block's last key, less than the next block's first.
-    pub separator: Vec<u8>,
     pub handle: BlockHandle,
+    /// Where its separator lies in the table's [`Table::separators`].
+    separator_at: usize,
+    separator_len: usize,
+}
+
+/// What reading a block found of its trailer: its checksum right or not, and whether it is
+/// stored compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockCheck {
+    pub offset: u64,
+    pub checksum_ok: bool,
+    pub compressed: bool,
+}
+
+impl BlockCheck {
+    pub fn of(block: &RawBlock<'_>) -> BlockCheck {
+        BlockCheck {
+            offset: block.handle.offset,
+            checksum_ok: block.checksum_ok(),
+            compressed: block.compression == 1,
+        }
+    }
 }
 
 /// A table's structure: its index, and its filter block if the metaindex names one.
 #[derive(Debug)]
 pub struct Table<'a> {
     pub file: &'a dyn TableFile,
+    /// The index's keys, one after another (one allocation for a table's whole index).
+    separators: Vec<u8>,
     pub metaindex: BlockHandle,
     pub index_handle: BlockHandle,
     pub index: Vec<IndexEntry>,
@@ -388,6 +410,9 @@ pub struct Table<'a> {
     /// Why the metaindex or the filter block could not be read, if so: LevelDB then reads
     /// the table without a filter.
     pub filter_unread: Option<Error>,
+    /// The blocks besides the data blocks that LevelDB reads, as `open` read them: the
+    /// index, then the metaindex and the filter block where LevelDB reads them.
+    pub structure: Vec<BlockCheck>,
 }
 
 /// Whether `file` ends as a LevelDB table does: a footer with the table magic number.
@@ -434,6 +459,7 @@ impl<'a> Table<'a> {
         };
         let mut table = Table {
             file,
+            separators: Vec::new(),
             metaindex,
             index_handle,
             index: Vec::new(),
@@ -441,17 +467,25 @@ impl<'a> Table<'a> {
             filter_handle: None,
             filter_contents: None,
             filter_unread: None,
+            structure: Vec::new(),
         };
         // LevelDB reads a table whose metaindex or filter block it cannot read without its
         // filter (`Table::ReadMeta`, `Table::ReadFilter`): not damage, but said.
-        if let Err(e) = table.read_filter() {
-            table.filter_policy = None;
-            table.filter_handle = None;
-            table.filter_contents = None;
-            table.filter_unread = Some(e);
+        let filter_checks = table.read_filter();
+        let index = RawBlock::locate(file, index_handle)?;
+        table.structure.push(BlockCheck::of(&index));
+        match filter_checks {
+            Ok(checks) => table.structure.extend(checks),
+            Err(e) => {
+                table.filter_policy = None;
+                table.filter_handle = None;
+                table.filter_contents = None;
+                table.filter_unread = Some(e);
+            }
         }
-        let index = RawBlock::locate(file, index_handle)?.contents()?;
+        let index = index.contents()?;
         let mut entries: Vec<IndexEntry> = Vec::new();
+        let mut separators: Vec<u8> = Vec::new();
         let mut bad_entry = None;
         // LevelDB writes index blocks with a restart point at every entry, so their keys
         // rebuild to no more than the block's size.
@@ -469,21 +503,27 @@ impl<'a> Table<'a> {
                 bad_entry.get_or_insert("index entries out of order or overlapping");
             }
             entries.push(IndexEntry {
-                separator: key.to_vec(),
                 handle,
+                separator_at: separators.len(),
+                separator_len: key.len(),
             });
+            separators.extend_from_slice(key);
         })?;
         if let Some(what) = bad_entry {
             return Err(Error::at(index_handle.offset, what));
         }
         table.index = entries;
+        table.separators = separators;
         Ok(table)
     }
 
     /// Finds the filter block in the metaindex and reads it: LevelDB's own policy name
-    /// first, else another policy's (which LevelDB does not read).
-    fn read_filter(&mut self) -> Result<(), Error> {
-        let meta = RawBlock::locate(self.file, self.metaindex)?.contents()?;
+    /// first, else another policy's (which LevelDB does not read). Returns what it found of
+    /// the blocks it read.
+    fn read_filter(&mut self) -> Result<Vec<BlockCheck>, Error> {
+        let meta = RawBlock::locate(self.file, self.metaindex)?;
+        let mut checks = vec![BlockCheck::of(&meta)];
+        let meta = meta.contents()?;
         let (mut ours, mut other) = (None, None);
         let mut bad_handle = false;
         let limit = meta.len().saturating_mul(MAX_KEY_BYTES_PER_BLOCK_BYTE);
@@ -508,12 +548,20 @@ impl<'a> Table<'a> {
             ));
         }
         let Some((name, handle)) = ours.or(other) else {
-            return Ok(());
+            return Ok(checks);
         };
         self.filter_policy = Some(String::from_utf8_lossy(&name).into_owned());
         self.filter_handle = Some(handle);
-        self.filter_contents = Some(RawBlock::locate(self.file, handle)?.contents()?);
-        Ok(())
+        let filter = RawBlock::locate(self.file, handle)?;
+        checks.push(BlockCheck::of(&filter));
+        self.filter_contents = Some(filter.contents()?);
+        Ok(checks)
+    }
+
+    /// The index key of `entry`: at least its block's last key, less than the next block's
+    /// first.
+    pub fn separator(&self, entry: &IndexEntry) -> &[u8] {
+        &self.separators[entry.separator_at..entry.separator_at + entry.separator_len]
     }
 
     /// The filter block, as LevelDB reads it with `policy`.
@@ -525,26 +573,14 @@ impl<'a> Table<'a> {
         Some(FilterBlockReader::new(policy, contents))
     }
 
-    /// Every block LevelDB reads of the table, each once: data blocks, index, and the
-    /// metaindex and filter block where it reads them.
-    pub fn all_blocks(&self) -> Vec<BlockHandle> {
-        let mut blocks: Vec<BlockHandle> = self.index.iter().map(|e| e.handle).collect();
-        blocks.push(self.index_handle);
-        if self.filter_unread.is_none() {
-            blocks.push(self.metaindex);
-        }
-        blocks.extend(self.filter_handle);
-        blocks
-    }
-
     /// The index of the data block LevelDB searches for `user_key`: the first whose
     /// separator's user key is at or after it (`internal`: separators carry an 8-byte tag).
     pub fn block_for(&self, user_key: &[u8], internal: bool) -> Option<usize> {
         let point = self.index.partition_point(|e| {
             let sep = if internal {
-                user_key_of(&e.separator)
+                user_key_of(self.separator(e))
             } else {
-                &e.separator
+                self.separator(e)
             };
             sep < user_key
         });
