@@ -309,7 +309,7 @@ fn analyze_all(path: &Path, database: bool, keys: Option<Keys>) -> Result<Analys
     }
     bar.finish_and_clear();
     let logs: Vec<LogReport> = target.logs.iter().map(|log| wal::read_log(log)).collect();
-    let held: Vec<(u64, u64)> = logs.iter().flat_map(|log| log.sequences.clone()).collect();
+    let held = report::merged_ranges(logs.iter().flat_map(|log| log.sequences.clone()).collect());
     let orphans = target
         .not_live
         .iter()

@@ -76,68 +76,90 @@ pub type LogRecord = (usize, Vec<u8>);
 /// [`log_records`], each record with the offset of its first fragment's header.
 pub fn log_records_at(data: &[u8]) -> Result<Vec<LogRecord>, (usize, String)> {
     let mut out = Vec::new();
-    let mut fragment: Option<LogRecord> = None;
-    let mut pos = 0;
-    while pos < data.len() {
-        let block_end = ((pos / BLOCK_SIZE + 1) * BLOCK_SIZE).min(data.len());
-        let last_block = block_end - pos / BLOCK_SIZE * BLOCK_SIZE < BLOCK_SIZE;
-        let available = block_end - pos;
-        if available < HEADER_LEN {
-            if last_block {
-                break;
-            }
-            pos = block_end; // the block's trailer
-            continue;
-        }
-        let header = &data[pos..pos + HEADER_LEN];
-        let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
-        let kind = header[6];
-        if HEADER_LEN + len > available {
-            if last_block {
-                break;
-            }
-            return Err((pos, "bad record length".into()));
-        }
-        if kind == ZERO && len == 0 {
-            // Zeroed (preallocated) space: the rest of the block is skipped, which inside a
-            // fragmented record loses its middle.
-            if fragment.is_some() {
-                return Err((pos, "error in middle of record".into()));
-            }
-            pos = block_end;
-            continue;
-        }
-        let payload = &data[pos + HEADER_LEN..pos + HEADER_LEN + len];
-        let stored = unmask_crc(u32::from_le_bytes(header[..4].try_into().expect("4")));
-        if stored != crc32c::crc32c_append(crc32c::crc32c(&[kind]), payload) {
-            return Err((pos, "checksum mismatch".into()));
-        }
-        let partial = |f: &Option<LogRecord>| f.as_ref().is_some_and(|(_, r)| !r.is_empty());
-        match kind {
-            FULL | FIRST if partial(&fragment) => {
-                return Err((pos, "partial record without end".into()));
-            }
-            FULL => {
-                fragment = None;
-                out.push((pos, payload.to_vec()));
-            }
-            FIRST => fragment = Some((pos, payload.to_vec())),
-            MIDDLE | LAST => {
-                let Some((start, mut record)) = fragment.take() else {
-                    return Err((pos, "missing start of fragmented record".into()));
-                };
-                record.extend_from_slice(payload);
-                if kind == LAST {
-                    out.push((start, record));
-                } else {
-                    fragment = Some((start, record));
-                }
-            }
-            _ => return Err((pos, format!("unknown record type {kind}"))),
-        }
-        pos += HEADER_LEN + len;
+    let mut reader = LogReader::default();
+    for (i, block) in data.chunks(BLOCK_SIZE).enumerate() {
+        let last = i * BLOCK_SIZE + block.len() == data.len() && block.len() < BLOCK_SIZE;
+        reader.block(i * BLOCK_SIZE, block, last, |record| out.push(record))?;
     }
     Ok(out)
+}
+
+/// LevelDB's `log::Reader`, fed one 32 KiB block at a time (so that a log is read with one
+/// block in memory, and the record being joined).
+#[derive(Default)]
+pub struct LogReader {
+    fragment: Option<LogRecord>,
+}
+
+impl LogReader {
+    /// The size of the blocks [`LogReader::block`] takes (the last may be shorter).
+    pub const BLOCK_SIZE: usize = BLOCK_SIZE;
+
+    /// Reads the block at file offset `at`, handing each record it completes to `record`;
+    /// `last` when the file ends in it (read short).
+    pub fn block(
+        &mut self,
+        at: usize,
+        block: &[u8],
+        last: bool,
+        mut record: impl FnMut(LogRecord),
+    ) -> Result<(), (usize, String)> {
+        let mut pos = 0;
+        while pos < block.len() {
+            let available = block.len() - pos;
+            if available < HEADER_LEN {
+                // The block's trailer, or the writer died in the last block.
+                return Ok(());
+            }
+            let header = &block[pos..pos + HEADER_LEN];
+            let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
+            let kind = header[6];
+            if HEADER_LEN + len > available {
+                if last {
+                    return Ok(());
+                }
+                return Err((at + pos, "bad record length".into()));
+            }
+            if kind == ZERO && len == 0 {
+                // Zeroed (preallocated) space: the rest of the block is skipped, which inside
+                // a fragmented record loses its middle.
+                if self.fragment.is_some() {
+                    return Err((at + pos, "error in middle of record".into()));
+                }
+                return Ok(());
+            }
+            let payload = &block[pos + HEADER_LEN..pos + HEADER_LEN + len];
+            let stored = unmask_crc(u32::from_le_bytes(header[..4].try_into().expect("4")));
+            if stored != crc32c::crc32c_append(crc32c::crc32c(&[kind]), payload) {
+                return Err((at + pos, "checksum mismatch".into()));
+            }
+            let partial = |f: &Option<LogRecord>| f.as_ref().is_some_and(|(_, r)| !r.is_empty());
+            match kind {
+                FULL | FIRST if partial(&self.fragment) => {
+                    return Err((at + pos, "partial record without end".into()));
+                }
+                FULL => {
+                    self.fragment = None;
+                    record((at + pos, payload.to_vec()));
+                }
+                FIRST => self.fragment = Some((at + pos, payload.to_vec())),
+                MIDDLE | LAST => {
+                    let Some((start, mut joined)) = self.fragment.take() else {
+                        return Err((at + pos, "missing start of fragmented record".into()));
+                    };
+                    joined.extend_from_slice(payload);
+                    if kind == LAST {
+                        record((start, joined));
+                    } else {
+                        self.fragment = Some((start, joined));
+                    }
+                }
+                _ => return Err((at + pos, format!("unknown record type {kind}"))),
+            }
+            pos += HEADER_LEN + len;
+        }
+        Ok(())
+    }
 }
 
 /// A varint of at most 10 bytes (LevelDB's `GetVarint64`).

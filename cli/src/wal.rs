@@ -7,12 +7,13 @@
 //! to the database: LevelDB with paranoid checks refuses to open it, and without them drops
 //! the damaged records, for good at the next compaction.
 
+use std::io::Read;
 use std::path::Path;
 
 use serde::Serialize;
 
 use crate::files;
-use crate::manifest::log_records_at;
+use crate::manifest::LogReader;
 use crate::table::varint32;
 
 /// What one write-ahead log holds.
@@ -39,25 +40,51 @@ pub struct LogDamage {
     pub what: String,
 }
 
-/// Reads the log at `path`: its batches and records, or the damage recovery stops at. A file
-/// that cannot be read is damage too (LevelDB's recovery fails on it).
+/// Reads the log at `path`, a block at a time: its batches and records, or the damage
+/// recovery stops at. A file that cannot be read is damage too (LevelDB's recovery fails on
+/// it).
 pub fn read_log(path: &Path) -> LogReport {
-    let file = path
-        .file_name()
-        .map(|n| files::shown(Path::new(n)))
-        .unwrap_or_default();
-    match files::read_regular(path) {
-        Ok(data) => log_of(file, &data),
-        Err(e) => LogReport {
-            file,
-            batches: 0,
-            records: 0,
-            damage: Some(LogDamage {
-                offset: 0,
-                what: format!("cannot be read: {e}"),
-            }),
-            sequences: Vec::new(),
-        },
+    let mut report = LogReport {
+        file: path
+            .file_name()
+            .map(|n| files::shown(Path::new(n)))
+            .unwrap_or_default(),
+        batches: 0,
+        records: 0,
+        damage: None,
+        sequences: Vec::new(),
+    };
+    let cannot_read = |offset: u64, e: &dyn std::fmt::Display| LogDamage {
+        offset,
+        what: format!("cannot be read: {e}"),
+    };
+    let mut file = match files::open_regular(path) {
+        Ok((file, _)) => file,
+        Err(e) => {
+            report.damage = Some(cannot_read(0, &e));
+            return report;
+        }
+    };
+    let mut reader = LogReader::default();
+    let mut block = vec![0u8; LogReader::BLOCK_SIZE];
+    let mut at = 0usize;
+    loop {
+        let mut filled = 0;
+        while filled < block.len() {
+            match file.read(&mut block[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    report.damage = Some(cannot_read((at + filled) as u64, &e));
+                    return report;
+                }
+            }
+        }
+        if filled == 0 || !report.block(&mut reader, at, &block[..filled], filled < block.len()) {
+            return report;
+        }
+        at += filled;
     }
 }
 
@@ -70,34 +97,48 @@ pub fn log_of(file: String, data: &[u8]) -> LogReport {
         damage: None,
         sequences: Vec::new(),
     };
-    let records = match log_records_at(data) {
-        Ok(records) => records,
-        Err((at, what)) => {
-            report.damage = Some(LogDamage {
-                offset: at as u64,
-                what,
-            });
-            return report;
-        }
-    };
-    for (offset, batch) in records {
-        match batch_records(&batch) {
-            Ok(count) => {
-                report.batches += 1;
-                report.records += count;
-                let first = u64::from_le_bytes(batch[..8].try_into().expect("8 bytes"));
-                report.sequences.push((first, first.saturating_add(count)));
-            }
-            Err(what) => {
-                report.damage = Some(LogDamage {
-                    offset: offset as u64,
-                    what: what.to_string(),
-                });
-                return report;
-            }
+    let mut reader = LogReader::default();
+    for (i, block) in data.chunks(LogReader::BLOCK_SIZE).enumerate() {
+        let at = i * LogReader::BLOCK_SIZE;
+        if !report.block(&mut reader, at, block, block.len() < LogReader::BLOCK_SIZE) {
+            break;
         }
     }
     report
+}
+
+impl LogReport {
+    /// Reads one block of the log at file offset `at`, each batch it completes as recovery
+    /// applies it; `false` once recovery would stop (damage, or the log's last block).
+    fn block(&mut self, reader: &mut LogReader, at: usize, block: &[u8], last: bool) -> bool {
+        let mut damage = None;
+        let read = reader.block(at, block, last, |(offset, batch)| {
+            if damage.is_some() {
+                return;
+            }
+            match batch_records(&batch) {
+                Ok(count) => {
+                    self.batches += 1;
+                    self.records += count;
+                    let first = u64::from_le_bytes(batch[..8].try_into().expect("8 bytes"));
+                    self.sequences.push((first, first.saturating_add(count)));
+                }
+                Err(what) => {
+                    damage = Some(LogDamage {
+                        offset: offset as u64,
+                        what: what.to_string(),
+                    })
+                }
+            }
+        });
+        self.damage = damage.or_else(|| {
+            read.err().map(|(offset, what)| LogDamage {
+                offset: offset as u64,
+                what,
+            })
+        });
+        self.damage.is_none() && !last
+    }
 }
 
 /// The puts and deletions of a write batch, checked as `WriteBatch::Iterate` checks them;
