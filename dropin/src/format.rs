@@ -37,7 +37,7 @@ pub(crate) fn choice() -> Choice {
             std::env::var_os("LEVELDB_BLOOM_BITS_PER_KEY"),
         );
         for complaint in complaints {
-            crate::warn(&complaint);
+            crate::stats::warn(&complaint);
         }
         choice
     })

@@ -20,12 +20,12 @@
 mod format;
 mod image;
 mod owner;
+mod stats;
 
 use std::ffi::{OsString, c_int, c_void};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Mutex, Once, OnceLock};
+use std::sync::{Once, OnceLock};
 use std::time::SystemTime;
 
 use image::LoadedObject;
@@ -57,7 +57,7 @@ struct Hooks {
 
 static HOOKS: Hooks = Hooks {
     decide: owner::decide_for,
-    count_own_filter,
+    count_own_filter: stats::count_own_filter,
 };
 
 /// `leveldb::NewBloomFilterPolicy(int)`, under its Itanium C++ ABI name: the signature is
@@ -89,7 +89,7 @@ pub extern "C-unwind" fn leveldb_bloom_dropin_filter_policy_create(
             std::panic::catch_unwind(|| owner::provable_string_abi(&own))
                 .unwrap_or_else(|_| Err("the drop-in failed reading its symbols".to_owned()))
                 .inspect_err(|why| {
-                    count_declined(&format!(
+                    stats::count_declined(&format!(
                         "the LevelDB in the program ({why}); no filter policy: \
                          the drop-in replaced its own"
                     ))
@@ -99,7 +99,7 @@ pub extern "C-unwind" fn leveldb_bloom_dropin_filter_policy_create(
             return std::ptr::null();
         }
     }
-    POLICIES.fetch_add(1, Relaxed);
+    stats::count_policy();
     let (policy, bloom_bits) = create_policy(bits_per_key);
     // Counting only for the statistics file: otherwise the queries do no work for it.
     let policy = if stats_file().is_some() {
@@ -115,39 +115,6 @@ pub extern "C-unwind" fn leveldb_bloom_dropin_filter_policy_create(
     // SAFETY: `policy` is NULL or a live policy from the C API, whose ownership passes to the
     // object; NULL throws, as LevelDB's own `new` does when memory runs out.
     unsafe { leveldb_bloom_dropin_new_policy(policy.cast(), bloom_bits, &HOOKS) }
-}
-
-/// Policies this library handed out in place of LevelDB's.
-static POLICIES: AtomicU64 = AtomicU64::new(0);
-/// LevelDBs whose filters the drop-in writes, per string layout (owner.rs).
-static SERVED_CXX11_STRING: AtomicU64 = AtomicU64::new(0);
-static SERVED_OLD_STRING: AtomicU64 = AtomicU64::new(0);
-/// Why each declined LevelDB was, in order.
-static DECLINED: Mutex<Vec<String>> = Mutex::new(Vec::new());
-/// Filters the declined LevelDBs' own policies wrote.
-static FILTERS_BY_OWN_POLICY: AtomicU64 = AtomicU64::new(0);
-
-/// Counts a LevelDB whose strings the drop-in writes.
-pub(crate) fn count_served(abi: StringAbi) {
-    match abi {
-        StringAbi::Cxx11 => SERVED_CXX11_STRING.fetch_add(1, Relaxed),
-        StringAbi::Old => SERVED_OLD_STRING.fetch_add(1, Relaxed),
-    };
-}
-
-/// Counts a declined LevelDB, and says why, once, on standard error.
-#[cold]
-pub(crate) fn count_declined(reason: &str) {
-    warn(&format!("declined {reason}"));
-    DECLINED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(reason.to_owned());
-}
-
-/// Counts a filter a declined LevelDB's own policy wrote (policy.cc).
-extern "C" fn count_own_filter() {
-    FILTERS_BY_OWN_POLICY.fetch_add(1, Relaxed);
 }
 
 /// The C policy for a program that asked for `bits_per_key`, in the format the environment
@@ -178,22 +145,17 @@ fn create_policy(bits_per_key: c_int) -> (*mut ffi::leveldb_bloom_policy, c_int)
 fn warn_once_compact_refused(bits: f64) {
     static WARNED: Once = Once::new();
     WARNED.call_once(|| {
-        warn(&format!(
+        stats::warn(&format!(
             "compact filters take 0 to {} bits per key, not {bits}; building bloom filters",
             leveldb_bloom::compact::MAX_BITS_PER_KEY
         ));
     });
 }
 
-/// One line on standard error; dropped if standard error cannot take it.
-pub(crate) fn warn(line: &str) {
-    let _ = writeln!(std::io::stderr(), "leveldb-bloom: {line}");
-}
-
 /// The number of `leveldb::NewBloomFilterPolicy` calls this library served.
 #[unsafe(no_mangle)]
 pub extern "C" fn leveldb_bloom_dropin_policies_created() -> u64 {
-    POLICIES.load(Relaxed)
+    stats::counts().policies
 }
 
 /// When the library was loaded in this process: a statistics file written since then by
@@ -254,10 +216,13 @@ fn stats_text() -> String {
     let bits = choice
         .bits_per_key
         .map_or_else(|| "program".to_owned(), |bits| bits.to_string());
-    let policies = POLICIES.load(Relaxed);
-    let cxx11 = SERVED_CXX11_STRING.load(Relaxed);
-    let old = SERVED_OLD_STRING.load(Relaxed);
-    let declined = DECLINED.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let counts = stats::counts();
+    let (policies, cxx11, old) = (
+        counts.policies,
+        counts.served_cxx11_string,
+        counts.served_old_string,
+    );
+    let declined = counts.declined;
     let served = match (policies > 0, declined.is_empty(), cxx11 + old > 0) {
         (false, true, _) => "no",
         (true, true, _) => "yes",
@@ -272,7 +237,7 @@ fn stats_text() -> String {
         choice.format.name(),
         declined.len(),
         stats.filters_built,
-        FILTERS_BY_OWN_POLICY.load(Relaxed),
+        counts.filters_by_own_policy,
         stats.keys_added,
         stats.queries,
         stats.no_match
@@ -293,11 +258,8 @@ extern "C" fn write_stats_file() {
         let Some(path) = stats_file() else {
             return;
         };
-        let idle = POLICIES.load(Relaxed) == 0
-            && DECLINED
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_empty();
+        let counts = stats::counts();
+        let idle = counts.policies == 0 && counts.declined.is_empty();
         if idle
             && let (Some(loaded), Ok(written)) = (
                 LOADED_AT.get(),

@@ -297,7 +297,7 @@ fn decide(caller: *const c_void, object: Option<&LoadedObject>) -> Decision {
     };
     match provable_string_abi(object) {
         Ok(abi) => {
-            crate::count_served(abi);
+            crate::stats::count_served(abi == StringAbi::Cxx11);
             Decision {
                 caller,
                 string_ops: match abi {
@@ -323,7 +323,7 @@ fn decline(caller: *const c_void, object: Option<&LoadedObject>, why: String) ->
         "it has no Bloom policy of its own the drop-in can find"
     };
     let reason = format!("the LevelDB in {who} ({why}); {outcome}");
-    crate::count_declined(&reason);
+    crate::stats::count_declined(&reason);
     let reason = CString::new(reason).unwrap_or_default().into_raw();
     Decision {
         caller,
