@@ -279,8 +279,9 @@ impl LoadedObject {
             // The program's scope is the process's global one.
             // SAFETY: dlopen(NULL) returns the program's handle; it loads nothing.
             None => unsafe { libc::dlopen(std::ptr::null(), libc::RTLD_LAZY) },
-            // SAFETY: `name` is a C string; RTLD_NOLOAD finds an object already loaded by
-            // the name the dynamic linker knows it by, without reading any file.
+            // SAFETY: `name` is a C string; RTLD_NOLOAD only finds an object already loaded
+            // (by the name the dynamic linker knows it by), never loads one; whatever it
+            // finds is checked against the load address below.
             Some(name) => unsafe {
                 libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD)
             },
