@@ -45,15 +45,8 @@ impl std::fmt::Display for ReadError {
 
 /// The whole contents of the regular file at `path`.
 pub fn read_regular(path: &Path) -> Result<Vec<u8>, ReadError> {
-    read_regular_prefix(path, u64::MAX).map(|(bytes, _)| bytes)
-}
-
-/// The first `limit` bytes of the regular file at `path` (all of a shorter one), and the
-/// file's length: a table is read as LevelDB reads it, up to the size its MANIFEST records,
-/// whatever lies past that.
-pub fn read_regular_prefix(path: &Path, limit: u64) -> Result<(Vec<u8>, u64), ReadError> {
     let (file, len) = open_regular(path)?;
-    Ok((read_at_most(file, len.min(limit))?, len))
+    read_at_most(file, len)
 }
 
 /// The regular file at `path`, open for reading, and its length.
@@ -117,8 +110,6 @@ mod tests {
         let file = dir.path().join("f");
         std::fs::write(&file, b"abc").unwrap();
         assert_eq!(read_regular(&file).unwrap(), b"abc");
-        assert_eq!(read_regular_prefix(&file, 2).unwrap(), (b"ab".to_vec(), 3));
-        assert_eq!(read_regular_prefix(&file, 9).unwrap(), (b"abc".to_vec(), 3));
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&file, &link).unwrap();
         assert_eq!(read_regular(&link).unwrap(), b"abc");

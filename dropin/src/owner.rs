@@ -277,15 +277,15 @@ pub(crate) extern "C" fn decide_for(caller: *const c_void) -> *const Decision {
     if let Some(decision) = decisions.iter().find(|d| d.caller == caller) {
         return *decision;
     }
-    let object = LoadedObject::holding(caller);
     let decision =
-        std::panic::catch_unwind(|| decide(caller, object.as_ref())).unwrap_or_else(|_| {
-            decline(
-                caller,
-                None,
-                "the drop-in failed reading its symbols".to_owned(),
-            )
-        });
+        std::panic::catch_unwind(|| decide(caller, LoadedObject::holding(caller).as_ref()))
+            .unwrap_or_else(|_| {
+                decline(
+                    caller,
+                    None,
+                    "the drop-in failed reading its symbols".to_owned(),
+                )
+            });
     let decision: &'static Decision = Box::leak(Box::new(decision));
     decisions.push(decision);
     decision
