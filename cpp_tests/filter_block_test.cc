@@ -532,11 +532,14 @@ class FilterBlockCorrupt : public ::testing::Test {
 
   // Calls `damage` with up to `most` of the corpus's real blocks whose size is in
   // [min_size, max_size], each with the queries to ask of it; notes how many.
+  // `most` is scaled by LEVELDB_BLOOM_FB_CORRUPT_BLOCKS (default 300: `most` as written), for
+  // the emulated and valgrind runs, where every comparison costs tens of times more.
   void ForRealBlocks(size_t most, size_t min_size, size_t max_size, std::mt19937_64& rng,
                      const std::function<void(const std::string& block, const Layout& layout,
                                               std::vector<uint64_t>* offs,
                                               const std::vector<std::string>& keys)>& damage) {
     const Corpus& c = corpus();
+    most = static_cast<size_t>(most * harness::env_count("LEVELDB_BLOOM_FB_CORRUPT_BLOCKS", 300) / 300);
     size_t used = 0;
     for (size_t i = 0; i < c.layouts.size() && used < most; i++) {
       const std::string& block = c.built[i].leveldb_block;
