@@ -21,10 +21,6 @@
 // LEVELDB_BLOOM_COMPACT_FB_LAYOUTS (filter block layouts, default 400), LEVELDB_BLOOM_COMPACT_DIGEST
 // (x86-64's digest of compact filters and answers, which this run's must equal).
 
-#include <dirent.h>
-#include <stdlib.h>  // mkdtemp
-#include <unistd.h>  // rmdir
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -32,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -536,12 +533,10 @@ struct Writer {
 
 std::set<std::string> list_tables(const std::string& path) {
   std::set<std::string> out;
-  if (DIR* d = opendir(path.c_str())) {
-    while (dirent* e = readdir(d)) {
-      const std::string name = e->d_name;
-      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".ldb") == 0) out.insert(name);
-    }
-    closedir(d);
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".ldb") == 0) out.insert(name);
   }
   return out;
 }
@@ -715,7 +710,7 @@ AbsentAnswers read_with_compact_policy(const std::string& path, const Model& m, 
 // filters reject absent keys, and stock LevelDB and our Bloom policy read it all.
 TEST(CompactDb, WrittenCompactReadByCompactStockAndBloom) {
   harness::TempDb tmp("compact");
-  ASSERT_FALSE(tmp.dir.empty()) << "mkdtemp failed";
+  ASSERT_FALSE(tmp.dir.empty()) << "no temporary directory";
   std::mt19937_64 rng(harness::seed() ^ 0xDBC0ull);
   const uint64_t n = harness::env_count("LEVELDB_BLOOM_COMPACT_DB_KEYS", 200000);
   Model m;
@@ -822,7 +817,7 @@ TEST(CompactDb, WrittenCompactReadByCompactStockAndBloom) {
 // policy: tables of both formats side by side, read back with either policy.
 TEST(CompactDb, LegacyBloomTablesThenCompact) {
   harness::TempDb tmp("compact");
-  ASSERT_FALSE(tmp.dir.empty()) << "mkdtemp failed";
+  ASSERT_FALSE(tmp.dir.empty()) << "no temporary directory";
   std::mt19937_64 rng(harness::seed() ^ 0x313Dull);
   constexpr uint64_t kPhase1 = 80000, kPhase2 = 40000;
   Model m;
@@ -956,7 +951,7 @@ void foreign_destructor(void*) {}
 
 TEST(CompactDb, FiltersEndingAbove31CompactAndBloomTables) {
   harness::TempDb tmp("mixed");
-  ASSERT_FALSE(tmp.dir.empty()) << "mkdtemp failed";
+  ASSERT_FALSE(tmp.dir.empty()) << "no temporary directory";
   std::mt19937_64 rng(harness::seed() ^ 0x313Eull);
   Model m;
   char buf[64];

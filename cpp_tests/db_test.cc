@@ -307,7 +307,7 @@ size_t count_tables(const std::string& path) {
 // Writes with `writer`, then reads back with each of `readers`.
 void round_trip(Policy writer, const std::vector<Policy>& readers) {
   harness::TempDb tmp("db");
-  ASSERT_FALSE(tmp.dir.empty()) << "mkdtemp failed";
+  ASSERT_FALSE(tmp.dir.empty()) << "no temporary directory";
   Model m;
   {
     FilterPolicyHandle w(writer);

@@ -27,10 +27,15 @@ fn cxx() -> cc::Build {
 
 fn main() {
     println!("cargo:rerun-if-changed=src/policy.cc");
+    println!("cargo:rerun-if-changed=src/linked_windows.cc");
     println!("cargo:rerun-if-changed=src/string_ops.cc");
     println!("cargo:rerun-if-changed=src/string_ops.h");
     println!("cargo:rerun-if-changed=../include/leveldb_bloom.h");
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("windows") {
+        windows(&out_dir);
+        return;
+    }
     // Each layout's string code; what libstdc++ string functions it imports is written down
     // for owner.rs: where the drop-in is linked into the program itself, those imports are
     // the drop-in's, not evidence of the program's string.
@@ -84,4 +89,23 @@ fn main() {
     // library's copy: another libleveldb_bloom earlier in the lookup order must not be handed
     // the drop-in's objects.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-Bsymbolic-functions");
+}
+
+/// Windows (MinGW-w64): the drop-in is linked into the program with LevelDB (no preload), and
+/// serves the string layout of the compiler that builds it, proven when the program links
+/// (linked_windows.cc): the string code once, in that layout, and the policy object.
+fn windows(out_dir: &std::path::Path) {
+    cxx()
+        .out_dir(out_dir.join("linked"))
+        .define(
+            "LEVELDB_BLOOM_DROPIN_STRING_OPS",
+            "leveldb_bloom_dropin_string_ops_linked",
+        )
+        .file("src/string_ops.cc")
+        .file("src/linked_windows.cc")
+        .compile("leveldb_bloom_dropin_string_ops_linked");
+    cxx()
+        .out_dir(out_dir.join("policy"))
+        .file("src/policy.cc")
+        .compile("leveldb_bloom_dropin_policy");
 }

@@ -4,11 +4,16 @@
  * symbol); run_dropin_proof.cmake runs it stock, with LD_PRELOAD of the drop-in, and linked
  * against the drop-in (shared and static), and compares what it prints and writes.
  *
- * Usage: dropin_c_program DB_DIR   (DB_DIR must not hold a database yet)
+ * Usage: dropin_c_program DB_DIR          (DB_DIR must not hold a database yet)
+ *        dropin_c_program --read DB_DIR   (a database the first form wrote, here or on
+ *                                          another system: scripts/windows)
  *
  * Runs the workload of workload.h, reads every key and WL_ABSENT_LOOKUPS absent keys,
  * iterates over the database and prints counts and an FNV-1a digest of every key/value
  * pair. Any wrong answer (a missing key, a wrong value, an absent key found) is an error.
+ * With --read it only reads, and prints the same counts (no puts, no deletes). Tables are
+ * written uncompressed, so that a LevelDB built without Snappy (Windows builds have none)
+ * reads them.
  *
  * With DROPIN_WORKLOAD_LIBRARY defined it is a library instead, whose main is
  * dropin_workload_main (bundled/: loaded by a host program after its LevelDB).
@@ -72,6 +77,7 @@ static leveldb_t *open_db(const char *dir, int create, leveldb_filterpolicy_t **
   leveldb_options_set_create_if_missing(options, (unsigned char)create);
   leveldb_options_set_error_if_exists(options, (unsigned char)create);
   leveldb_options_set_write_buffer_size(options, WL_WRITE_BUFFER_SIZE);
+  leveldb_options_set_compression(options, leveldb_no_compression);
   db = leveldb_open(options, dir, &err);
   check(err, "open");
   leveldb_options_destroy(options);
@@ -88,16 +94,23 @@ int main(int argc, char **argv) {
   unsigned long live = 0, found = 0, deleted_lookups = 0, pairs = 0;
   uint64_t digest = WL_FNV_INIT;
   uint32_t i, j;
+  const int read_only = argc == 3 && strcmp(argv[1], "--read") == 0;
+  const char *dir = argv[argc - 1];
 
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s DB_DIR\n", argv[0]);
+  if (argc != 2 && !read_only) {
+    fprintf(stderr, "usage: %s [--read] DB_DIR\n", argv[0]);
     return 2;
   }
   wo = leveldb_writeoptions_create();
   ro = leveldb_readoptions_create();
 
+  if (read_only) {
+    db = open_db(dir, 0, &policy);
+    goto read_back;
+  }
+
   /* Phase 1. */
-  db = open_db(argv[1], 1, &policy);
+  db = open_db(dir, 1, &policy);
   for (i = 0; i < WL_PHASE1_KEYS; i++) put(db, wo, i, 1);
   for (i = 0; i < WL_PHASE1_KEYS; i += 3) put(db, wo, i, 2);
   for (i = 5; i < WL_PHASE1_KEYS; i += 10) del(db, wo, i);
@@ -106,12 +119,13 @@ int main(int argc, char **argv) {
   leveldb_filterpolicy_destroy(policy);
 
   /* Phase 2. */
-  db = open_db(argv[1], 0, &policy);
+  db = open_db(dir, 0, &policy);
   for (i = WL_PHASE1_KEYS; i < WL_KEYS; i++) put(db, wo, i, 1);
   for (i = 0; i < WL_KEYS; i += 7) put(db, wo, i, 3);
   for (i = 6; i < WL_KEYS; i += 13) del(db, wo, i);
   leveldb_compact_range(db, NULL, 0, NULL, 0);
 
+read_back:
   /* Every key, present or deleted. */
   for (i = 0; i < WL_KEYS; i++) {
     const uint32_t v = wl_final_version(i);

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <map>
 #include <random>
@@ -20,7 +21,6 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 #include <leveldb/c.h>
 #include <leveldb/filter_policy.h>
 #include <leveldb/slice.h>
@@ -292,18 +292,24 @@ struct CountingStock {
   }
 };
 
-// A fresh directory under $TMPDIR (or /tmp) for one database, `path`; the database and the
-// directory are destroyed with it.
+// A fresh directory in the system's temporary folder ($TMPDIR or /tmp; Windows: %TMP%) for
+// one database, `path`; the database and the directory are destroyed with it. `dir` is empty
+// when no directory could be made. Paths are joined with the system's separator: under wine,
+// LevelDB renames files only in a path with a backslash.
 struct TempDb {
   explicit TempDb(const std::string& name) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ =
-        std::string(tmp && *tmp ? tmp : "/tmp") + "/leveldb_bloom_" + name + "_XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data()) != nullptr) {
-      dir = buf.data();
-      path = dir + "/db";
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path base = fs::temp_directory_path(ec);
+    if (ec) return;
+    std::random_device random;
+    for (int attempt = 0; attempt < 100; attempt++) {
+      const fs::path d = base / ("leveldb_bloom_" + name + "_" + std::to_string(random()));
+      if (fs::create_directory(d, ec)) {
+        dir = d.string();
+        path = (d / "db").string();
+        return;
+      }
     }
   }
   ~TempDb() {
@@ -316,7 +322,8 @@ struct TempDb {
       leveldb_free(err);
     }
     leveldb_options_destroy(o);
-    rmdir(dir.c_str());
+    std::error_code ec;
+    std::filesystem::remove(dir, ec);
   }
   std::string dir, path;
 };

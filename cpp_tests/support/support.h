@@ -8,7 +8,9 @@
 #ifndef LEVELDB_BLOOM_CPP_TESTS_SUPPORT_H_
 #define LEVELDB_BLOOM_CPP_TESTS_SUPPORT_H_
 
+#ifndef _WIN32
 #include <dlfcn.h>
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -266,11 +268,17 @@ inline bool builds_compact_filters(const leveldb::FilterPolicy* policy) {
 }
 
 // The shared object that defines the code or data at `addr` ("?" when none: the executable
-// itself, for a static archive).
+// itself, for a static archive; on Windows, where the suites link everything statically,
+// always).
 inline std::string library_of(const void* addr) {
+#ifdef _WIN32
+  (void)addr;
+  return "?";
+#else
   Dl_info info;
   if (addr == nullptr || dladdr(addr, &info) == 0 || info.dli_fname == nullptr) return "?";
   return info.dli_fname;
+#endif
 }
 
 // The dynamic type's mangled name of a polymorphic object, or "" when its class was

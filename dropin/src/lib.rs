@@ -18,18 +18,23 @@
 //! case LevelDB as built cannot reach: policy.cc.)
 
 mod format;
+#[cfg(unix)]
 mod image;
+#[cfg(windows)]
+mod linked_windows;
+#[cfg(unix)]
 mod owner;
 mod stats;
 
 use std::ffi::{OsString, c_int, c_void};
 use std::io::Write;
+#[cfg(unix)]
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::{Once, OnceLock};
 use std::time::SystemTime;
 
-use image::LoadedObject;
-use owner::StringAbi;
+#[cfg(windows)]
+use linked_windows as owner;
 
 // The C API (the capi crate); naming it keeps its exported symbols in this library.
 pub use leveldb_bloom_capi as ffi;
@@ -83,8 +88,10 @@ pub extern "C-unwind" fn new_bloom_filter_policy(bits_per_key: c_int) -> *const 
 pub extern "C-unwind" fn leveldb_bloom_dropin_filter_policy_create(
     bits_per_key: c_int,
 ) -> *const c_void {
-    if let Some(own) = LoadedObject::own().filter(LoadedObject::is_program) {
-        static PROGRAM: OnceLock<Result<StringAbi, String>> = OnceLock::new();
+    register_stats_file_at_exit();
+    #[cfg(unix)]
+    if let Some(own) = image::LoadedObject::own().filter(image::LoadedObject::is_program) {
+        static PROGRAM: OnceLock<Result<owner::StringAbi, String>> = OnceLock::new();
         let proven = PROGRAM.get_or_init(|| {
             std::panic::catch_unwind(|| owner::provable_string_abi(&own))
                 .unwrap_or_else(|_| Err("the drop-in failed reading its symbols".to_owned()))
@@ -167,7 +174,8 @@ static LOADED_AT: OnceLock<SystemTime> = OnceLock::new();
 /// served (a preload into a program whose LevelDB is compiled in cannot: its calls never
 /// leave the executable).
 #[used]
-#[unsafe(link_section = ".init_array")]
+#[cfg_attr(unix, unsafe(link_section = ".init_array"))]
+#[cfg_attr(windows, unsafe(link_section = ".CRT$XCU"))]
 static REGISTER_STATS_FILE_AT_LOAD: extern "C" fn() = register_stats_file_at_exit;
 
 extern "C" fn register_stats_file_at_exit() {
@@ -185,6 +193,7 @@ extern "C" fn register_stats_file_at_exit() {
 /// runs in secure-execution mode (set-user-ID, set-group-ID or with capabilities: the
 /// kernel's AT_SECURE), where the environment is its caller's and must not name files the
 /// program writes.
+#[cfg(unix)]
 fn stats_file() -> Option<OsString> {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     // SAFETY: getauxval has no preconditions; an absent entry reads as 0.
@@ -207,6 +216,19 @@ fn stats_file() -> Option<OsString> {
     }
     out.extend_from_slice(rest);
     Some(OsString::from_vec(out))
+}
+
+/// `LEVELDB_BLOOM_STATS_FILE`, with `%p` replaced by the process's ID (Windows: a name that
+/// is not Unicode is taken as it is).
+#[cfg(windows)]
+fn stats_file() -> Option<OsString> {
+    let name = std::env::var_os("LEVELDB_BLOOM_STATS_FILE")?;
+    match name.to_str() {
+        Some(text) if text.contains("%p") => {
+            Some(text.replace("%p", &std::process::id().to_string()).into())
+        }
+        _ => Some(name),
+    }
 }
 
 /// The statistics file's text.
@@ -270,13 +292,13 @@ extern "C" fn write_stats_file() {
             return;
         }
         let text = stats_text();
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        options
             .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(path);
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        let file = options.open(path);
         if let Ok(mut file) = file {
             let _ = file.write_all(text.as_bytes());
         }

@@ -24,7 +24,9 @@ pub(crate) fn count_served(cxx11_string: bool) {
     }
 }
 
-/// Counts a declined LevelDB, and says why, once, on standard error.
+/// Counts a declined LevelDB, and says why, once, on standard error. (Never on Windows: a
+/// LevelDB the drop-in cannot serve there does not link with it.)
+#[cfg(unix)]
 #[cold]
 pub(crate) fn count_declined(reason: &str) {
     warn(&format!("declined {reason}"));
