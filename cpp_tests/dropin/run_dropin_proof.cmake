@@ -18,8 +18,8 @@
 # (tables byte-identical to stock in both formats), and the drop-in must answer the queries.
 #
 # PRELOAD_FIRST (sanitized builds: the ASan or TSan runtime) is preloaded ahead of DROPIN_SO;
-# LAUNCHER (a '|'-separated command, e.g. valgrind and its options) runs every program but
-# the stock one.
+# LAUNCHER (a '|'-separated command, e.g. valgrind and its options) runs the preloaded and
+# the static arrangements (the shared drop-in in each format, and the static one).
 #
 # STOCK is the program linked with LevelDB alone; SHARED the same source linked against
 # libleveldb_bloom_dropin.so ahead of libleveldb.so; STATIC linked against
@@ -145,10 +145,12 @@ foreach(arrangement IN LISTS arrangements)
     set(env --unset=LD_PRELOAD)
   endif()
 
-  # The stock run holds none of the drop-in's code: the launcher (valgrind) has nothing there
-  # to check that the other runs of the same program do not.
+  # The launcher (valgrind) runs each build of the drop-in's code: the preloaded shared
+  # library (each format) and the static one. The stock run holds none of it; the
+  # linked-ahead run loads the very library the preload does, and the run without -u links
+  # the same archive as the static one.
   set(run_launcher ${launcher})
-  if(arrangement STREQUAL "stock")
+  if(arrangement MATCHES "^(stock|shared|static_no_u)$")
     set(run_launcher "")
   endif()
   execute_process(
