@@ -5,7 +5,7 @@
 // This file and string_ops.cc are compiled with the same compiler and flags, so both use its
 // default std::string layout (MinGW's GCC: the C++11 one). The decision below, the only one
 // a Windows drop-in makes, refers to LevelDB's `leveldb::DestroyDB(const std::string&, const
-// Options&)` (db_impl.cc, present since LevelDB's first release, and in every program that
+// Options&)` (db_impl.cc, in LevelDB 1.20 to 1.23 alike, and in every program that
 // opens a database) in that layout: a LevelDB built with the other layout defines the other
 // name, the reference stays unresolved, and the program does not link. A program that links
 // runs with its LevelDB's strings written by code of their own layout.
