@@ -88,6 +88,8 @@ pub extern "C-unwind" fn new_bloom_filter_policy(bits_per_key: c_int) -> *const 
 pub extern "C-unwind" fn leveldb_bloom_dropin_filter_policy_create(
     bits_per_key: c_int,
 ) -> *const c_void {
+    // Also here, not only at load: a static link may leave out the archive member that holds
+    // the load-time registration (the Windows drop-in is static only). Runs once either way.
     register_stats_file_at_exit();
     #[cfg(unix)]
     if let Some(own) = image::LoadedObject::own().filter(image::LoadedObject::is_program) {
