@@ -9,8 +9,9 @@
 //! unlocked shards at 1 to 32 threads.) Reading sums the stripes; a reset records
 //! a baseline instead of zeroing, so the process-wide totals keep what was counted.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::error::Error;
 use crate::policy::{FilterPolicy, sealed::WriteFilter};
@@ -157,17 +158,27 @@ impl StatsSnapshot {
 /// counts. The counts join the process-wide totals ([`global_stats`]) and stay there after
 /// the last handle is dropped. [`Counted`] counts into one; callers that answer for a
 /// policy by other means (a filter block with no filter for a block) count here directly.
+///
+/// Making and dropping counters takes no lock (the process-wide registry is a list that
+/// only grows, whose entries are reused once their last handle is gone), so that a `fork`
+/// in another thread can leave nothing held that a child would wait on.
 pub struct Stats {
-    counts: Arc<Counts>,
+    counts: &'static Counts,
 }
 
 struct Counts {
     /// Inline, so that a count is one load away from the handle.
     stripes: [Stripe; STRIPES],
     baseline: Mutex<StatsSnapshot>,
-    /// Live `Stats` handles; the last one to go moves the counts into the retired totals.
+    /// Live `Stats` handles; the last one to go moves the counts into the retired totals and
+    /// frees the entry for reuse (0: free; `RETIRING` while its counts move).
     handles: AtomicUsize,
+    /// The next entry of the registry.
+    next: AtomicPtr<Counts>,
 }
+
+/// `Counts::handles` while the last handle moves the counts out.
+const RETIRING: usize = usize::MAX;
 
 impl Default for Stats {
     fn default() -> Self {
@@ -178,13 +189,38 @@ impl Default for Stats {
 impl Stats {
     /// New counters at zero, registered in the process-wide totals.
     pub fn new() -> Self {
-        let counts = Arc::new(Counts {
+        let mut entry = REGISTRY.head.load(Acquire);
+        while !entry.is_null() {
+            let counts = registered(entry);
+            if counts
+                .handles
+                .compare_exchange(0, 1, Acquire, Relaxed)
+                .is_ok()
+            {
+                *lock(&counts.baseline) = StatsSnapshot::default();
+                return Stats { counts };
+            }
+            entry = counts.next.load(Acquire);
+        }
+        let counts: &'static Counts = Box::leak(Box::new(Counts {
             stripes: std::array::from_fn(|_| Stripe::default()),
             baseline: Mutex::new(StatsSnapshot::default()),
             handles: AtomicUsize::new(1),
-        });
-        registry().live.push(Arc::clone(&counts));
-        Stats { counts }
+            next: AtomicPtr::new(std::ptr::null_mut()),
+        }));
+        let mut head = REGISTRY.head.load(Relaxed);
+        loop {
+            counts.next.store(head, Relaxed);
+            match REGISTRY.head.compare_exchange_weak(
+                head,
+                std::ptr::from_ref(counts).cast_mut(),
+                Release,
+                Relaxed,
+            ) {
+                Ok(_) => return Stats { counts },
+                Err(now) => head = now,
+            }
+        }
     }
 
     /// Counts a filter built over `keys` keys.
@@ -234,19 +270,43 @@ impl Clone for Stats {
     fn clone(&self) -> Self {
         self.counts.handles.fetch_add(1, Relaxed);
         Stats {
-            counts: Arc::clone(&self.counts),
+            counts: self.counts,
         }
     }
 }
 
 impl Drop for Stats {
     fn drop(&mut self) {
-        let mut registry = registry();
-        // Under the registry lock, so that no reader sees the counts twice or not at all.
-        if self.counts.handles.fetch_sub(1, Relaxed) == 1 {
-            registry.retired = registry.retired.plus(self.counts.total());
-            registry.live.retain(|c| !Arc::ptr_eq(c, &self.counts));
+        // One handle fewer; the last one marks the entry as being retired, so that no new
+        // `Stats` takes it before its counts have moved.
+        let mut handles = self.counts.handles.load(Acquire);
+        loop {
+            let next = if handles == 1 { RETIRING } else { handles - 1 };
+            match self
+                .counts
+                .handles
+                .compare_exchange_weak(handles, next, AcqRel, Acquire)
+            {
+                Ok(_) if handles == 1 => break,
+                Ok(_) => return,
+                Err(now) => handles = now,
+            }
         }
+        // The last handle: its counts move into the retired totals, announced to readers
+        // (`global_stats`) so that none sees them twice or not at all, and the entry is
+        // zeroed and freed for reuse.
+        REGISTRY.moving.fetch_add(1, SeqCst);
+        let total = self.counts.total();
+        REGISTRY.retired.add(total);
+        for stripe in &self.counts.stripes {
+            stripe.filters_built.store(0, Relaxed);
+            stripe.keys_added.store(0, Relaxed);
+            stripe.no_match.store(0, Relaxed);
+            stripe.may_match.store(0, Relaxed);
+        }
+        REGISTRY.generation.fetch_add(1, SeqCst);
+        REGISTRY.moving.fetch_sub(1, SeqCst);
+        self.counts.handles.store(0, Release);
     }
 }
 
@@ -285,46 +345,110 @@ impl Counts {
 
 /// The process-wide counts since start or the last [`reset_global_stats`]: every [`Stats`]'
 /// (every [`Counted`] policy's, the C library's counting policies'), the dropped ones'
-/// included. Policies that do not count add nothing.
+/// included. Policies that do not count add nothing. Exact when no counters are dropped
+/// meanwhile; while they are, a few retries wait for a sum that no move crossed (never a
+/// lock: a thread stopped by a `fork` mid-move leaves the child's sums approximate, not
+/// stuck).
 pub fn global_stats() -> StatsSnapshot {
-    let registry = registry();
-    let total = registry
-        .live
-        .iter()
-        .fold(registry.retired, |sum, c| sum.plus(c.total()));
-    total.since(registry.baseline)
+    sum_all().since(REGISTRY.baseline.get())
 }
 
 /// Restarts the process-wide counts from zero; per-policy counts keep theirs.
 pub fn reset_global_stats() {
-    let mut registry = registry();
-    let total = registry
-        .live
-        .iter()
-        .fold(registry.retired, |sum, c| sum.plus(c.total()));
-    registry.baseline = total;
+    REGISTRY.baseline.set(sum_all());
 }
 
+/// Every entry's counts and the retired ones.
+fn sum_all() -> StatsSnapshot {
+    let mut total = StatsSnapshot::default();
+    for _ in 0..1000 {
+        let generation = REGISTRY.generation.load(SeqCst);
+        if REGISTRY.moving.load(SeqCst) != 0 {
+            std::thread::yield_now();
+            continue;
+        }
+        total = REGISTRY.retired.get();
+        let mut entry = REGISTRY.head.load(Acquire);
+        while !entry.is_null() {
+            let counts = registered(entry);
+            total = total.plus(counts.total());
+            entry = counts.next.load(Acquire);
+        }
+        if REGISTRY.moving.load(SeqCst) == 0 && REGISTRY.generation.load(SeqCst) == generation {
+            break;
+        }
+    }
+    total
+}
+
+/// Four counters kept as atomics (the retired totals, the global baseline).
+struct AtomicSnapshot([AtomicU64; 4]);
+
+impl AtomicSnapshot {
+    const fn new() -> Self {
+        AtomicSnapshot([
+            AtomicU64::new(0),
+            AtomicU64::new(0),
+            AtomicU64::new(0),
+            AtomicU64::new(0),
+        ])
+    }
+
+    fn get(&self) -> StatsSnapshot {
+        StatsSnapshot {
+            filters_built: self.0[0].load(SeqCst),
+            keys_added: self.0[1].load(SeqCst),
+            queries: self.0[2].load(SeqCst),
+            no_match: self.0[3].load(SeqCst),
+        }
+    }
+
+    fn set(&self, s: StatsSnapshot) {
+        for (cell, v) in self
+            .0
+            .iter()
+            .zip([s.filters_built, s.keys_added, s.queries, s.no_match])
+        {
+            cell.store(v, SeqCst);
+        }
+    }
+
+    fn add(&self, s: StatsSnapshot) {
+        for (cell, v) in self
+            .0
+            .iter()
+            .zip([s.filters_built, s.keys_added, s.queries, s.no_match])
+        {
+            cell.fetch_add(v, SeqCst);
+        }
+    }
+}
+
+/// Every [`Stats`] entry ever made (reused once free), what freed ones had counted, and
+/// the baseline of [`reset_global_stats`].
 struct Registry {
-    live: Vec<Arc<Counts>>,
-    /// What dropped policies had counted.
-    retired: StatsSnapshot,
-    baseline: StatsSnapshot,
+    head: AtomicPtr<Counts>,
+    retired: AtomicSnapshot,
+    baseline: AtomicSnapshot,
+    /// Moves into `retired` in progress, and moves done.
+    moving: AtomicUsize,
+    generation: AtomicU64,
 }
 
-fn registry() -> MutexGuard<'static, Registry> {
-    const ZERO: StatsSnapshot = StatsSnapshot {
-        filters_built: 0,
-        keys_added: 0,
-        queries: 0,
-        no_match: 0,
-    };
-    static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
-        live: Vec::new(),
-        retired: ZERO,
-        baseline: ZERO,
-    });
-    lock(&REGISTRY)
+static REGISTRY: Registry = Registry {
+    head: AtomicPtr::new(std::ptr::null_mut()),
+    retired: AtomicSnapshot::new(),
+    baseline: AtomicSnapshot::new(),
+    moving: AtomicUsize::new(0),
+    generation: AtomicU64::new(0),
+};
+
+/// The registry entry at `entry` (not NULL: a pointer read from the registry).
+#[allow(unsafe_code)] // a lock-free list: the one way to share leaked entries without a lock
+fn registered(entry: *mut Counts) -> &'static Counts {
+    // SAFETY: every pointer in the registry comes from `Box::leak` (`Stats::new`) and is
+    // never freed or moved; the entries are only changed through their atomics and mutex.
+    unsafe { &*entry }
 }
 
 /// Counters stay usable after a panic elsewhere: the data is plain numbers.
