@@ -29,7 +29,6 @@ fn main() {
     println!("cargo:rerun-if-changed=src/policy.cc");
     println!("cargo:rerun-if-changed=src/linked_windows.cc");
     println!("cargo:rerun-if-changed=src/string_ops.cc");
-    println!("cargo:rerun-if-changed=src/string_ops.h");
     println!("cargo:rerun-if-changed=../include/leveldb_bloom.h");
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("windows") {
@@ -48,10 +47,7 @@ fn main() {
                 "_GLIBCXX_USE_CXX11_ABI",
                 if layout == "cxx11" { "1" } else { "0" },
             )
-            .define(
-                "LEVELDB_BLOOM_DROPIN_STRING_OPS",
-                format!("leveldb_bloom_dropin_string_ops_{layout}").as_str(),
-            )
+            .define("LEVELDB_BLOOM_DROPIN_LAYOUT", layout)
             .file("src/string_ops.cc");
         for path in build.compile_intermediates() {
             let bytes = std::fs::read(&path).expect("the compiler's object file");
@@ -93,17 +89,23 @@ fn main() {
 
 /// Windows (MinGW-w64): the drop-in is linked into the program with LevelDB (no preload), and
 /// serves the string layout of the compiler that builds it, proven when the program links
-/// (linked_windows.cc): the string code once, in that layout, and the policy object.
+/// (linked_windows.cc): each layout's string code, the proof, and the policy object.
 fn windows(out_dir: &std::path::Path) {
+    for layout in ["cxx11", "old"] {
+        cxx()
+            .out_dir(out_dir.join(layout))
+            .define(
+                "_GLIBCXX_USE_CXX11_ABI",
+                if layout == "cxx11" { "1" } else { "0" },
+            )
+            .define("LEVELDB_BLOOM_DROPIN_LAYOUT", layout)
+            .file("src/string_ops.cc")
+            .compile(&format!("leveldb_bloom_dropin_string_ops_{layout}"));
+    }
     cxx()
         .out_dir(out_dir.join("linked"))
-        .define(
-            "LEVELDB_BLOOM_DROPIN_STRING_OPS",
-            "leveldb_bloom_dropin_string_ops_linked",
-        )
-        .file("src/string_ops.cc")
         .file("src/linked_windows.cc")
-        .compile("leveldb_bloom_dropin_string_ops_linked");
+        .compile("leveldb_bloom_dropin_linked");
     cxx()
         .out_dir(out_dir.join("policy"))
         .file("src/policy.cc")

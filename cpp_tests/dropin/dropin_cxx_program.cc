@@ -9,7 +9,8 @@
 //
 // With DROPIN_WORKLOAD_LIBRARY defined it is a library instead (bundled/: a wrapper library
 // over its own LevelDB): main is dropin_workload_main, and the host program makes the Bloom
-// policies (dropin_host_new_policy).
+// policies (dropin_host_new_policy). With DROPIN_WORKLOAD_PLUGIN it is a plugin with its
+// LevelDB compiled in, which makes its own policies (bundled/reload_host.c).
 
 #include <cstdint>
 #include <cstdio>
@@ -31,6 +32,10 @@ extern "C" const void* dropin_host_new_policy(int bits_per_key);
 extern "C" int dropin_workload_main(int argc, char** argv);
 #define main dropin_workload_main
 #define NEW_BLOOM_POLICY(b) static_cast<const leveldb::FilterPolicy*>(dropin_host_new_policy(b))
+#elif defined(DROPIN_WORKLOAD_PLUGIN)
+extern "C" int dropin_workload_main(int argc, char** argv);
+#define main dropin_workload_main
+#define NEW_BLOOM_POLICY(b) leveldb::NewBloomFilterPolicy(b)
 #else
 #define NEW_BLOOM_POLICY(b) leveldb::NewBloomFilterPolicy(b)
 #endif

@@ -245,7 +245,7 @@ foreach(arrangement IN LISTS arrangements)
   endif()
   file(READ "${stats_file}" stats_text)
   foreach(f served format bits_per_key dropin_policies leveldbs_cxx11_string
-            leveldbs_old_string leveldbs_declined filters_built filters_built_by_own_policy
+            leveldbs_old_string leveldbs_declined filters_built filters_built_by_stock
             keys_added queries no_match)
     unset(st_${f})
   endforeach()
@@ -270,12 +270,12 @@ foreach(arrangement IN LISTS arrangements)
   endif()
   if(DECLINED)
     if(NOT "${st_leveldbs_declined}" STREQUAL "1" OR NOT st_filters_built EQUAL 0
-       OR NOT st_filters_built_by_own_policy GREATER 0
+       OR NOT st_filters_built_by_stock GREATER 0
        OR NOT stats_text MATCHES "\ndeclined=the LevelDB in [^\n]+\n")
       fail_check("one LevelDB declined, with its reason, its own policy writing every filter:\n${stats_text}")
     endif()
   elseif(NOT "${st_leveldbs_declined}" STREQUAL "0"
-         OR NOT "${st_filters_built_by_own_policy}" STREQUAL "0")
+         OR NOT "${st_filters_built_by_stock}" STREQUAL "0")
     fail_check("no LevelDB declined:\n${stats_text}")
   endif()
   if(STRING_LAYOUT STREQUAL "cxx11")

@@ -1,31 +1,193 @@
 //! The objects loaded in the process (the program and its shared objects) as the dynamic
 //! linker mapped them: which one holds an address, what its dynamic symbol table defines and
-//! imports, and what a name resolves to in its lookup scope.
+//! imports, and where its imports were bound.
 //!
-//! Everything is read from the memory of the loaded object, within its own readable loadable
-//! segments, never from its file: the file at that path may have been replaced since it was
-//! loaded (a package upgrade renames a new build over it), or the path may be relative to a
-//! directory the program has left.
+//! Nothing here waits on the dynamic linker. Which object holds an address is asked of
+//! glibc's `_dl_find_object`, which takes no lock (it exists for unwinders, which must work
+//! in any thread at any time, after `fork` too); everything else is read from the memory of
+//! the loaded object, within its own readable loadable segments, never from its file (the
+//! file at that path may have been replaced since it was loaded). `dlopen`, `dlsym`,
+//! `dladdr` and `dl_iterate_phdr` take the loader's locks, which another thread's `dlopen`
+//! holds while its initializers run and which a `fork` can leave held in the child: they are
+//! used only once, while the drop-in is loaded (`Loader::at_load`).
 
-use std::ffi::{CStr, CString, c_int, c_void};
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::sync::OnceLock;
 
-/// A loaded object.
-#[derive(Debug, Clone)]
-pub(crate) struct LoadedObject {
-    /// Its name in the dynamic linker's list; `None` for the program itself.
-    name: Option<CString>,
-    /// Its load address (`dlpi_addr`), which with the name identifies it.
-    base: usize,
-    /// Its readable loadable segments, `[start, end)`.
-    readable: Vec<(usize, usize)>,
-    /// Where its dynamic section is mapped, if it has one.
-    dynamic: Option<usize>,
+/// glibc's `struct dl_find_object` (<bits/dl_find_object.h>): the members read here, then
+/// room for every member a glibc version adds after them.
+#[repr(C)]
+struct DlFindObject {
+    flags: u64,
+    map_start: *mut c_void,
+    map_end: *mut c_void,
+    link_map: *const LinkMap,
+    rest: [u64; 16],
 }
 
-impl PartialEq for LoadedObject {
-    fn eq(&self, other: &Self) -> bool {
-        self.name == other.name && self.base == other.base
+/// The public head of glibc's `struct link_map` (<link.h>), the part shared with debuggers.
+#[repr(C)]
+struct LinkMap {
+    l_addr: usize,
+    l_name: *const c_char,
+    l_ld: *const c_void,
+}
+
+type FindObjectFn = unsafe extern "C" fn(*const c_void, *mut DlFindObject) -> c_int;
+
+/// What the drop-in asked of the loader while it was being loaded.
+pub(crate) struct Loader {
+    /// `_dl_find_object`, where the C library has it (glibc 2.35 and later).
+    find_object: Option<FindObjectFn>,
+    /// Whether the drop-in is linked into the program itself (the static route).
+    pub(crate) own_is_program: bool,
+}
+
+static LOADER: OnceLock<Loader> = OnceLock::new();
+
+impl Loader {
+    /// Asks the loader, once, while the drop-in is loaded (its initializer, on the loading
+    /// thread, where the loader's lock is already this thread's).
+    pub(crate) fn at_load() -> &'static Loader {
+        LOADER.get_or_init(|| {
+            // SAFETY: RTLD_DEFAULT and a C string; the result is NULL or glibc's function,
+            // whose prototype is `int (void *, struct dl_find_object *)`.
+            let find_object = unsafe {
+                let f = libc::dlsym(libc::RTLD_DEFAULT, c"_dl_find_object".as_ptr());
+                (!f.is_null()).then(|| std::mem::transmute::<*mut c_void, FindObjectFn>(f))
+            };
+            Loader {
+                find_object,
+                own_is_program: own_is_program(),
+            }
+        })
     }
+
+    /// What `at_load` found (`None` before it ran).
+    pub(crate) fn get() -> Option<&'static Loader> {
+        LOADER.get()
+    }
+
+    /// The link map and mapping of the object that holds `address`, if the C library can
+    /// tell without a lock.
+    fn find(&self, address: *const c_void) -> Option<(*const LinkMap, (usize, usize))> {
+        let find = self.find_object?;
+        // SAFETY: all-zero bytes are a valid `DlFindObject` (integers and null pointers).
+        let mut found: DlFindObject = unsafe { std::mem::zeroed() };
+        // SAFETY: `find` is glibc's `_dl_find_object`, given an address and a result struct
+        // at least as large as the C library's.
+        if unsafe { find(address, &mut found) } != 0 || found.link_map.is_null() {
+            return None;
+        }
+        Some((
+            found.link_map,
+            (found.map_start as usize, found.map_end as usize),
+        ))
+    }
+
+    /// The object whose mapping holds `address`, if the C library can tell without a lock.
+    pub(crate) fn holding(&self, address: *const c_void) -> Option<LoadedObject> {
+        let (link_map, (start, end)) = self.find(address)?;
+        // SAFETY: the link map of an object that is loaded: the caller's code (it called
+        // the drop-in) or an object its bindings point into, which stays loaded while the
+        // caller that depends on it does.
+        let map = unsafe { &*link_map };
+        LoadedObject::from_map(map, start, end)
+    }
+}
+
+/// Whether the drop-in's code is the program's own (asked of the loader at load only): the
+/// first object `dl_iterate_phdr` reports is the program.
+fn own_is_program() -> bool {
+    unsafe extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: `data` is the `usize` handed to dl_iterate_phdr below; `info` is the
+        // dynamic linker's entry for the program, its `dlpi_phdr` an array of `dlpi_phnum`
+        // headers.
+        unsafe {
+            let own = &mut *data.cast::<usize>();
+            let info = &*info;
+            let headers = if info.dlpi_phdr.is_null() {
+                &[]
+            } else {
+                std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum))
+            };
+            let base = info.dlpi_addr as usize;
+            let holds = headers.iter().any(|h| {
+                let start = base.wrapping_add(h.p_vaddr as usize);
+                h.p_type == libc::PT_LOAD
+                    && start <= *own
+                    && *own < start.wrapping_add(h.p_memsz as usize)
+            });
+            *own = usize::from(holds);
+            1
+        }
+    }
+    let mut own = own_is_program as *const () as usize;
+    // SAFETY: `visit` matches the callback type and only reads what the dynamic linker hands
+    // it; `own` outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&raw mut own).cast()) };
+    own == 1
+}
+
+/// A loaded object, as found by [`Loader::holding`].
+#[derive(Debug, Clone)]
+pub(crate) struct LoadedObject {
+    /// Its name in the dynamic linker's list; empty for the program itself.
+    name: Vec<u8>,
+    /// Its load address (`l_addr`).
+    base: usize,
+    /// The range its mapping spans.
+    map: (usize, usize),
+    /// Its readable loadable segments, `[start, end)`.
+    readable: Vec<(usize, usize)>,
+    /// Where its dynamic section is mapped.
+    dynamic: usize,
+}
+
+/// What tells one loaded object from another that the loader may later put in its place:
+/// its link map, load address, dynamic section and name. An object unloaded and another
+/// loaded at the same address has another dynamic section or name (or, if every one of
+/// these is the same, the same file at the same place, for which a decision holds alike).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Identity {
+    link_map: usize,
+    base: usize,
+    dynamic: usize,
+    name_hash: u64,
+}
+
+impl Identity {
+    /// The identity of the object holding `address`, without reading its headers or symbols
+    /// and without allocating: what a decision already made is looked up by.
+    pub(crate) fn of(loader: &Loader, address: *const c_void) -> Option<Identity> {
+        let (link_map, _) = loader.find(address)?;
+        // SAFETY: as in `Loader::holding`.
+        let map = unsafe { &*link_map };
+        let name = if map.l_name.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: the loader's C string for a loaded object.
+            unsafe { CStr::from_ptr(map.l_name) }.to_bytes()
+        };
+        Some(Identity {
+            link_map: link_map as usize,
+            base: map.l_addr,
+            dynamic: map.l_ld as usize,
+            name_hash: name_hash(name),
+        })
+    }
+}
+
+/// FNV-1a: a name's fingerprint for [`Identity`] (no collision resistance needed: the
+/// link map, address and dynamic section must match too).
+fn name_hash(name: &[u8]) -> u64 {
+    name.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// A symbol of an object's dynamic symbol table.
@@ -38,6 +200,13 @@ pub(crate) struct Symbol<'a> {
     pub(crate) address: usize,
 }
 
+/// An import the loader has bound: the symbol, and where its slot now points.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Binding<'a> {
+    pub(crate) name: &'a [u8],
+    pub(crate) target: usize,
+}
+
 #[cfg(target_pointer_width = "64")]
 type ElfSym = libc::Elf64_Sym;
 #[cfg(target_pointer_width = "32")]
@@ -46,6 +215,10 @@ type ElfSym = libc::Elf32_Sym;
 type ElfPhdr = libc::Elf64_Phdr;
 #[cfg(target_pointer_width = "32")]
 type ElfPhdr = libc::Elf32_Phdr;
+#[cfg(target_pointer_width = "64")]
+type ElfEhdr = libc::Elf64_Ehdr;
+#[cfg(target_pointer_width = "32")]
+type ElfEhdr = libc::Elf32_Ehdr;
 
 /// An entry of the dynamic section (`ElfW(Dyn)`).
 #[derive(Clone, Copy)]
@@ -58,98 +231,118 @@ struct ElfDyn {
 /// The section index of an undefined (imported) symbol.
 const SHN_UNDEF: u16 = 0;
 const DT_NULL: isize = 0;
+const DT_PLTRELSZ: isize = 2;
 const DT_HASH: isize = 4;
 const DT_STRTAB: isize = 5;
 const DT_SYMTAB: isize = 6;
+const DT_RELA: isize = 7;
+const DT_RELASZ: isize = 8;
 const DT_STRSZ: isize = 10;
+const DT_REL: isize = 17;
+const DT_RELSZ: isize = 18;
+const DT_PLTREL: isize = 20;
+const DT_JMPREL: isize = 23;
 const DT_GNU_HASH: isize = 0x6fff_fef5;
-/// The most entries a dynamic section is read for, and symbols a table is read for.
+/// The most entries a dynamic section is read for, symbols and relocations a table is read
+/// for.
 const MAX_DYNAMIC_ENTRIES: usize = 1 << 12;
 const MAX_SYMBOLS: usize = 1 << 22;
+const MAX_RELOCATIONS: usize = 1 << 24;
+
+/// The relocation types that bind a slot to a symbol's address: absolute, GOT data, PLT.
+#[cfg(target_arch = "x86_64")]
+const BINDING_RELOCATIONS: [u32; 3] = [1, 6, 7];
+#[cfg(target_arch = "x86")]
+const BINDING_RELOCATIONS: [u32; 3] = [1, 6, 7];
+#[cfg(target_arch = "aarch64")]
+const BINDING_RELOCATIONS: [u32; 3] = [257, 1025, 1026];
+#[cfg(target_arch = "s390x")]
+const BINDING_RELOCATIONS: [u32; 3] = [22, 10, 11];
+#[cfg(not(any(
+    target_arch = "x86_64",
+    target_arch = "x86",
+    target_arch = "aarch64",
+    target_arch = "s390x"
+)))]
+const BINDING_RELOCATIONS: [u32; 0] = [];
 
 impl LoadedObject {
-    /// The object whose loadable segments hold `address`, if any does.
-    pub(crate) fn holding(address: *const c_void) -> Option<Self> {
-        struct Search {
-            address: usize,
-            found: Option<LoadedObject>,
-        }
-        unsafe extern "C" fn visit(
-            info: *mut libc::dl_phdr_info,
-            _size: libc::size_t,
-            data: *mut c_void,
-        ) -> c_int {
-            // SAFETY: `data` is the `Search` handed to dl_iterate_phdr below, alive and not
-            // otherwise borrowed during the iteration; `info` is the dynamic linker's entry
-            // for one object, valid during this call, its `dlpi_phdr` an array of
-            // `dlpi_phnum` headers and its `dlpi_name` NULL or a C string.
-            unsafe {
-                let search = &mut *data.cast::<Search>();
-                let info = &*info;
-                let headers = if info.dlpi_phdr.is_null() {
-                    &[]
-                } else {
-                    std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum))
-                };
-                let base = info.dlpi_addr as usize;
-                let range = |h: &ElfPhdr| {
-                    let start = base.wrapping_add(h.p_vaddr as usize);
-                    (start, start.wrapping_add(h.p_memsz as usize))
-                };
-                let holds = headers.iter().any(|h| {
-                    let (start, end) = range(h);
-                    h.p_type == libc::PT_LOAD && start <= search.address && search.address < end
-                });
-                if !holds {
-                    return 0;
-                }
-                let name = if info.dlpi_name.is_null() {
-                    None
-                } else {
-                    Some(CStr::from_ptr(info.dlpi_name).to_owned())
-                };
-                search.found = Some(LoadedObject {
-                    name: name.filter(|n| !n.is_empty()),
-                    base,
-                    readable: headers
-                        .iter()
-                        .filter(|h| h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_R != 0)
-                        .map(range)
-                        .collect(),
-                    dynamic: headers
-                        .iter()
-                        .find(|h| h.p_type == libc::PT_DYNAMIC)
-                        .map(|h| range(h).0),
-                });
-                1
-            }
-        }
-        let mut search = Search {
-            address: address as usize,
-            found: None,
+    fn from_map(map: &LinkMap, start: usize, end: usize) -> Option<Self> {
+        let name = if map.l_name.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: the loader's C string for a loaded object.
+            unsafe { CStr::from_ptr(map.l_name) }.to_bytes().to_vec()
         };
-        // SAFETY: `visit` matches the callback type and only reads what the dynamic linker
-        // hands it; `search` outlives the call.
-        unsafe { libc::dl_iterate_phdr(Some(visit), (&raw mut search).cast()) };
-        search.found
+        let mut object = LoadedObject {
+            name,
+            base: map.l_addr,
+            map: (start, end),
+            readable: Vec::new(),
+            dynamic: map.l_ld as usize,
+        };
+        object.readable = object.read_segments()?;
+        Some(object)
     }
 
-    /// The drop-in's own object.
-    pub(crate) fn own() -> Option<Self> {
-        Self::holding(Self::own as *const c_void)
+    /// The readable loadable segments, from the program headers that follow the ELF header
+    /// at the start of the object's mapping (on the same page, which the header's own read
+    /// proves readable).
+    fn read_segments(&self) -> Option<Vec<(usize, usize)>> {
+        let start = self.map.0;
+        if start == 0 || self.map.1 <= start || self.map.1 - start < size_of::<ElfEhdr>() {
+            return None;
+        }
+        // SAFETY: the first bytes of the object's mapping: its first loadable segment,
+        // which holds the ELF header, mapped readable as every ELF loader maps it.
+        let header: ElfEhdr = unsafe { std::ptr::read_unaligned(start as *const ElfEhdr) };
+        if header.e_ident[..4] != *b"\x7fELF"
+            || usize::from(header.e_phentsize) != size_of::<ElfPhdr>()
+        {
+            return None;
+        }
+        let table = start.checked_add(header.e_phoff as usize)?;
+        let table_end = table.checked_add(usize::from(header.e_phnum) * size_of::<ElfPhdr>())?;
+        if table_end > (start | 0xfff) + 1 || table_end > self.map.1 {
+            return None;
+        }
+        let headers: Vec<ElfPhdr> = (0..usize::from(header.e_phnum))
+            // SAFETY: inside the header's page, checked above.
+            .map(|i| unsafe {
+                std::ptr::read_unaligned((table + i * size_of::<ElfPhdr>()) as *const ElfPhdr)
+            })
+            .collect();
+        Some(
+            headers
+                .iter()
+                .filter(|h| h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_R != 0)
+                .map(|h| {
+                    let from = self.base.wrapping_add(h.p_vaddr as usize);
+                    (from, from.wrapping_add(h.p_memsz as usize))
+                })
+                .collect(),
+        )
     }
 
-    /// Whether this is the program itself (the drop-in linked in, when it is the drop-in's).
+    /// Whether this is the program itself.
     pub(crate) fn is_program(&self) -> bool {
-        self.name.is_none()
+        self.name.is_empty()
     }
 
     /// How messages name the object.
     pub(crate) fn describe(&self) -> String {
-        match &self.name {
-            Some(name) => name.to_string_lossy().escape_debug().to_string(),
-            None => "the program".to_owned(),
+        if self.is_program() {
+            "the program".to_owned()
+        } else {
+            String::from_utf8_lossy(&self.name)
+                .escape_debug()
+                .to_string()
         }
+    }
+
+    /// Whether `address` lies in the object's mapping.
+    pub(crate) fn spans(&self, address: usize) -> bool {
+        self.map.0 <= address && address < self.map.1
     }
 
     /// Whether `[address, address + len)` lies in one of the object's readable segments.
@@ -167,8 +360,8 @@ impl LoadedObject {
             return None;
         }
         // SAFETY: the bytes lie in a readable segment of this object, which stays mapped
-        // while it is loaded: its code called the drop-in (and is on the stack), or it is
-        // the drop-in or the program. Plain data, read unaligned.
+        // while it is loaded (its code called the drop-in, and is on the stack). Plain
+        // data, read unaligned.
         Some(unsafe { std::ptr::read_unaligned(address as *const T) })
     }
 
@@ -182,37 +375,35 @@ impl LoadedObject {
         }
     }
 
-    /// The object's dynamic symbols, read from its memory.
-    pub(crate) fn dynamic_symbols(&self) -> Result<Vec<Symbol<'_>>, String> {
-        let dynamic = self.dynamic.ok_or("it has no dynamic section")?;
-        let (mut strtab, mut strsz, mut symtab, mut hash, mut gnu_hash) =
-            (None, None, None, None, None);
+    /// The dynamic section's entries.
+    fn dynamic_entries(&self) -> Result<Vec<ElfDyn>, String> {
+        let mut entries = Vec::new();
         for i in 0..MAX_DYNAMIC_ENTRIES {
             let entry: ElfDyn = self
-                .read(dynamic + i * size_of::<ElfDyn>())
+                .read(self.dynamic + i * size_of::<ElfDyn>())
                 .ok_or("its dynamic section is not mapped")?;
-            match entry.tag {
-                DT_NULL => break,
-                DT_STRTAB => strtab = Some(self.address_of(entry.value)),
-                DT_STRSZ => strsz = Some(entry.value),
-                DT_SYMTAB => symtab = Some(self.address_of(entry.value)),
-                DT_HASH => hash = Some(self.address_of(entry.value)),
-                DT_GNU_HASH => gnu_hash = Some(self.address_of(entry.value)),
-                _ => {}
+            if entry.tag == DT_NULL {
+                return Ok(entries);
             }
+            entries.push(entry);
         }
+        Err("its dynamic section has no end".to_owned())
+    }
+
+    /// The object's dynamic symbols, in table order, read from its memory.
+    pub(crate) fn dynamic_symbols(&self) -> Result<Vec<Symbol<'_>>, String> {
+        let entries = self.dynamic_entries()?;
+        let find = |tag| entries.iter().find(|e| e.tag == tag).map(|e| e.value);
         let missing = "its dynamic section names no symbol table";
-        let (strtab, strsz, symtab) = (
-            strtab.ok_or(missing)?,
-            strsz.ok_or(missing)?,
-            symtab.ok_or(missing)?,
-        );
+        let strtab = self.address_of(find(DT_STRTAB).ok_or(missing)?);
+        let strsz = find(DT_STRSZ).ok_or(missing)?;
+        let symtab = self.address_of(find(DT_SYMTAB).ok_or(missing)?);
         if !self.maps(strtab, strsz) {
             return Err("its string table is not mapped".to_owned());
         }
-        let count = match (gnu_hash, hash) {
-            (Some(table), _) => self.gnu_hash_symbols(table),
-            (None, Some(table)) => self.hash_symbols(table),
+        let count = match (find(DT_GNU_HASH), find(DT_HASH)) {
+            (Some(table), _) => self.gnu_hash_symbols(self.address_of(table)),
+            (None, Some(table)) => self.hash_symbols(self.address_of(table)),
             (None, None) => None,
         }
         .filter(|&n| n <= MAX_SYMBOLS)
@@ -224,13 +415,9 @@ impl LoadedObject {
             let sym: ElfSym = self
                 .read(symtab + i * size_of::<ElfSym>())
                 .ok_or("its symbol table is not mapped")?;
-            let Some(rest) = strings.get(sym.st_name as usize..) else {
-                continue;
-            };
-            let name = &rest[..rest.iter().position(|&b| b == 0).unwrap_or(rest.len())];
-            if name.is_empty() {
-                continue;
-            }
+            let name = strings.get(sym.st_name as usize..).map_or(&[][..], |rest| {
+                &rest[..rest.iter().position(|&b| b == 0).unwrap_or(rest.len())]
+            });
             symbols.push(Symbol {
                 name,
                 imported: sym.st_shndx == SHN_UNDEF,
@@ -238,6 +425,62 @@ impl LoadedObject {
             });
         }
         Ok(symbols)
+    }
+
+    /// The imports among `symbols` (this object's, in table order) whose slots the loader has
+    /// bound: where each slot points now. A slot still pointing into the object itself (a
+    /// lazily bound call not yet made) is left out.
+    pub(crate) fn bindings<'a>(&self, symbols: &[Symbol<'a>]) -> Result<Vec<Binding<'a>>, String> {
+        let entries = self.dynamic_entries()?;
+        let find = |tag| entries.iter().find(|e| e.tag == tag).map(|e| e.value);
+        let mut tables = Vec::new();
+        if let (Some(at), Some(size)) = (find(DT_RELA), find(DT_RELASZ)) {
+            tables.push((self.address_of(at), size, true));
+        }
+        if let (Some(at), Some(size)) = (find(DT_REL), find(DT_RELSZ)) {
+            tables.push((self.address_of(at), size, false));
+        }
+        if let (Some(at), Some(size)) = (find(DT_JMPREL), find(DT_PLTRELSZ)) {
+            let rela = find(DT_PLTREL) == Some(DT_RELA as usize);
+            tables.push((self.address_of(at), size, rela));
+        }
+        let word = size_of::<usize>();
+        let mut bindings = Vec::new();
+        for (at, size, rela) in tables {
+            let entry = if rela { 3 * word } else { 2 * word };
+            if size / entry > MAX_RELOCATIONS {
+                return Err("its relocation tables cannot be read".to_owned());
+            }
+            for i in 0..size / entry {
+                let (offset, info): (usize, usize) = (
+                    self.read(at + i * entry)
+                        .ok_or("its relocations are not mapped")?,
+                    self.read(at + i * entry + word)
+                        .ok_or("its relocations are not mapped")?,
+                );
+                let (symbol, kind) = if word == 8 {
+                    (info >> 32, (info & 0xffff_ffff) as u32)
+                } else {
+                    (info >> 8, (info & 0xff) as u32)
+                };
+                if symbol == 0 || !BINDING_RELOCATIONS.contains(&kind) {
+                    continue;
+                }
+                let Some(import) = symbols.get(symbol).filter(|s| s.imported) else {
+                    continue;
+                };
+                let Some(target) = self.read::<usize>(self.base.wrapping_add(offset)) else {
+                    continue;
+                };
+                if target != 0 && !self.spans(target) {
+                    bindings.push(Binding {
+                        name: import.name,
+                        target,
+                    });
+                }
+            }
+        }
+        Ok(bindings)
     }
 
     /// The symbol count of a GNU hash table: past the highest symbol any bucket starts,
@@ -272,88 +515,45 @@ impl LoadedObject {
             self.read::<u32>(table + 4).map(|n| n as usize)
         }
     }
-
-    /// The object's lookup scope: what its own references to a name bind to.
-    pub(crate) fn scope(&self) -> Option<Scope> {
-        let handle = match &self.name {
-            // The program's scope is the process's global one.
-            // SAFETY: dlopen(NULL) returns the program's handle; it loads nothing.
-            None => unsafe { libc::dlopen(std::ptr::null(), libc::RTLD_LAZY) },
-            // SAFETY: `name` is a C string; RTLD_NOLOAD only finds an object already loaded
-            // (by the name the dynamic linker knows it by), never loads one; whatever it
-            // finds is checked against the load address below.
-            Some(name) => unsafe {
-                libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD)
-            },
-        };
-        if handle.is_null() {
-            return None;
-        }
-        let scope = Scope(handle);
-        // The handle must be this very object: same load address.
-        #[repr(C)]
-        struct LinkMap {
-            l_addr: usize,
-        }
-        let mut map: *const LinkMap = std::ptr::null();
-        // SAFETY: RTLD_DI_LINKMAP writes a `struct link_map*` (whose first member is
-        // l_addr) for a live handle.
-        let ok = unsafe {
-            libc::dlinfo(scope.0, libc::RTLD_DI_LINKMAP, (&raw mut map).cast()) == 0
-                && !map.is_null()
-                && (*map).l_addr == self.base
-        };
-        ok.then_some(scope)
-    }
-}
-
-/// A lookup scope (a `dlopen` handle, closed when dropped).
-pub(crate) struct Scope(*mut c_void);
-
-impl Scope {
-    /// The process's global scope: what the drop-in's own imports bind to.
-    pub(crate) fn global() -> Self {
-        Scope(libc::RTLD_DEFAULT)
-    }
-
-    /// Where `name` resolves in this scope.
-    pub(crate) fn resolve(&self, name: &[u8]) -> Option<usize> {
-        let name = CString::new(name).ok()?;
-        // SAFETY: a live handle (or RTLD_DEFAULT) and a C string.
-        let address = unsafe { libc::dlsym(self.0, name.as_ptr()) };
-        (!address.is_null()).then_some(address as usize)
-    }
-}
-
-impl Drop for Scope {
-    fn drop(&mut self) {
-        if self.0 != libc::RTLD_DEFAULT {
-            // SAFETY: a handle from dlopen, closed once; the object stays loaded (it was
-            // loaded before, and its code called the drop-in).
-            unsafe { libc::dlclose(self.0) };
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_drop_in_s_own_object_is_found() {
-        let own = LoadedObject::own().expect("the test binary holds this code");
-        // A test binary is the program itself.
-        assert!(own.is_program());
-        assert!(LoadedObject::holding(std::ptr::null()).is_none());
-        // libc is a shared object of its own.
-        let libc_object = LoadedObject::holding(libc::malloc as *const c_void).expect("libc");
-        assert!(!libc_object.is_program());
-        assert_ne!(libc_object, own);
+    fn loader() -> &'static Loader {
+        Loader::at_load()
     }
 
     #[test]
-    fn symbols_are_read_from_memory_and_resolve_in_scope() {
-        let libc_object = LoadedObject::holding(libc::malloc as *const c_void).expect("libc");
+    fn the_drop_in_s_own_object_is_found() {
+        let loader = loader();
+        let own = loader
+            .holding(loader as *const Loader as *const c_void)
+            .expect("the test binary holds this code");
+        // A test binary is the program itself.
+        assert!(own.is_program());
+        assert!(loader.own_is_program);
+        assert!(loader.holding(std::ptr::null()).is_none());
+        // libc is a shared object of its own.
+        let libc_object = loader.holding(libc::malloc as *const c_void).expect("libc");
+        assert!(!libc_object.is_program());
+        let libc_identity = Identity::of(loader, libc::malloc as *const c_void);
+        assert!(libc_identity.is_some());
+        assert_ne!(
+            libc_identity,
+            Identity::of(loader, loader as *const Loader as *const c_void)
+        );
+        assert_eq!(
+            Identity::of(loader, libc::free as *const c_void),
+            libc_identity
+        );
+    }
+
+    #[test]
+    fn symbols_and_bindings_are_read_from_memory() {
+        let loader = loader();
+        let libc_object = loader.holding(libc::malloc as *const c_void).expect("libc");
         let symbols = libc_object
             .dynamic_symbols()
             .expect("libc's dynamic symbols");
@@ -361,15 +561,23 @@ mod tests {
             .iter()
             .find(|s| s.name == b"malloc" && !s.imported)
             .expect("libc defines malloc");
-        let scope = libc_object.scope().expect("libc's scope");
-        assert_eq!(scope.resolve(b"malloc"), Some(malloc.address));
-        assert_eq!(Scope::global().resolve(b"malloc"), Some(malloc.address));
-        assert_eq!(scope.resolve(b"no such symbol"), None);
-        // The program imports malloc (the test binary calls it through libc).
-        let program = LoadedObject::own().expect("the program");
+        // SAFETY: RTLD_DEFAULT and a C string.
+        let resolved = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"malloc".as_ptr()) };
+        assert_eq!(malloc.address, resolved as usize);
+        // The program imports malloc, and once called it is bound into libc.
+        // SAFETY: malloc and free of one byte.
+        unsafe { libc::free(libc::malloc(1)) };
+        let program = loader
+            .holding(loader as *const Loader as *const c_void)
+            .expect("the program");
         let imports = program
             .dynamic_symbols()
             .expect("the program's dynamic symbols");
-        assert!(imports.iter().any(|s| s.name == b"malloc" && s.imported));
+        let bound = program.bindings(&imports).expect("the program's bindings");
+        let malloc_binding = bound
+            .iter()
+            .find(|b| b.name == b"malloc")
+            .expect("malloc is bound");
+        assert!(libc_object.spans(malloc_binding.target));
     }
 }

@@ -4,18 +4,26 @@
 //! `libleveldb.a`. LevelDB's `leveldb_filterpolicy_create_bloom` calls that function too, so
 //! C callers are served as well. The library also carries the whole leveldb-bloom C API, and
 //! depends on no LevelDB: it serves the one in the process, whichever it is (LevelDB 1.20 to
-//! 1.23, shared or bundled, built with either of libstdc++'s string layouts), and writes a
-//! LevelDB's strings only where it has proven how (`owner.rs`).
+//! 1.23, shared or bundled, built with either of libstdc++'s string layouts).
+//!
+//! **Unproven means stock.** The drop-in writes a LevelDB's filter string only where it has
+//! proven how (`owner.rs`); everywhere else that filter is written by exactly the code stock
+//! LevelDB would have run: the calling LevelDB's own `NewBloomFilterPolicy`'s policy, or the
+//! policy of the definition the drop-in displaced (the next one in lookup order), made with
+//! the program's bits per key and kept with the drop-in's policy object. Only where no other
+//! definition exists at all (the drop-in linked in place of the program's only one) and the
+//! string of the code asking cannot be proven does `NewBloomFilterPolicy` return NULL, which
+//! LevelDB takes as "no filter policy". Nothing the drop-in does stops the program.
+//!
+//! **Nothing held against it.** What the drop-in needs of the dynamic loader (its own
+//! object, the definition it displaced, where its own string code is bound) and of the
+//! environment (`LEVELDB_BLOOM_*`) is taken once, while it is loaded; making a policy,
+//! `CreateFilter` and `KeyMayMatch` take no lock and call nothing that waits on the loader,
+//! so that no `fork`, `dlopen` initializer or `setenv` in another thread can stop them.
 //!
 //! Setting `LEVELDB_BLOOM_STATS_FILE` makes the drop-in's policies count their work and the
-//! process write the global statistics to that file at exit, also when the drop-in served
-//! nothing, so that a program that knows nothing of leveldb-bloom can be shown to use it, or
-//! not (not in set-user-ID or other secure-execution programs, and never through a symlink).
-//! Unset, nothing is counted. `LEVELDB_BLOOM_FORMAT` and `LEVELDB_BLOOM_BITS_PER_KEY` choose
-//! the filters it builds (`format.rs`). Nothing the drop-in does can end the program it
-//! serves: a warning that standard error does not take is dropped, a failed statistics file
-//! is not written. (The one stop, before a table without a filter could be written, is in a
-//! case LevelDB as built cannot reach: policy.cc.)
+//! process write the statistics to that file at exit (`stats.rs`). `LEVELDB_BLOOM_FORMAT`
+//! and `LEVELDB_BLOOM_BITS_PER_KEY` choose the filters it builds (`format.rs`).
 
 mod format;
 #[cfg(unix)]
@@ -26,104 +34,398 @@ mod linked_windows;
 mod owner;
 mod stats;
 
-use std::ffi::{OsString, c_int, c_void};
-use std::io::Write;
-#[cfg(unix)]
-use std::os::unix::fs::OpenOptionsExt;
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Once, OnceLock};
-use std::time::SystemTime;
 
 #[cfg(windows)]
 use linked_windows as owner;
+use owner::{NewPolicyFn, StringAbi, Writer};
 
 // The C API (the capi crate); naming it keeps its exported symbols in this library.
 pub use leveldb_bloom_capi as ffi;
 
+/// `leveldb::Slice` (include/leveldb/slice.h): its two members, in order (policy.cc checks
+/// that it is `leveldb_bloom_slice`).
+type Slice = ffi::leveldb_bloom_slice;
+
 unsafe extern "C-unwind" {
-    // Defined in policy.cc: a new `leveldb::FilterPolicy` that owns `policy` and answers
-    // through the C API, whose `CreateFilter` asks owner.rs which LevelDB calls it; throws
-    // `std::bad_alloc` if `policy` is NULL or the object cannot be allocated. A LevelDB the
-    // drop-in declines gets its filters from its own policy, made with
-    // `bloom_bits_per_key`. (`policy` is a `leveldb_bloom_policy*`; opaque here.)
-    fn leveldb_bloom_dropin_new_policy(
+    // policy.cc: a new policy object (a `const leveldb::FilterPolicy*`) that owns `policy`,
+    // answers with `filters` (the policy's own C API policy), and calls `create_filter` and
+    // `free` with `policy`; throws std::bad_alloc if memory runs out (without freeing).
+    fn leveldb_bloom_dropin_object_new(
         policy: *mut c_void,
-        bloom_bits_per_key: c_int,
-        hooks: *const Hooks,
+        filters: *const c_void,
+        create_filter: CreateFilterFn,
+        free: FreeFn,
     ) -> *const c_void;
+    // policy.cc: asks `stock`, a stock LevelDB `FilterPolicy*`, to append its filter of
+    // `keys` to `dst`; deletes one. (LevelDB's vtable is C++'s to call.)
+    fn leveldb_bloom_dropin_stock_create_filter(
+        stock: *const c_void,
+        keys: *const Slice,
+        n: c_int,
+        dst: *mut c_void,
+    );
+    fn leveldb_bloom_dropin_stock_delete(stock: *const c_void);
+    // policy.cc: makes a stock policy with `new` and `bits`, has it append its filter of
+    // `keys` to `dst`, and deletes it.
+    fn leveldb_bloom_dropin_stock_create_filter_with(
+        new: NewPolicyFn,
+        bits: c_int,
+        keys: *const Slice,
+        n: c_int,
+        dst: *mut c_void,
+    );
+    // string_ops.cc, one per layout: the string's size, and its resize (throws as
+    // std::string's does), returning its characters.
+    fn leveldb_bloom_dropin_string_size_cxx11(s: *const c_void) -> usize;
+    fn leveldb_bloom_dropin_string_resize_cxx11(s: *mut c_void, n: usize) -> *mut u8;
+    fn leveldb_bloom_dropin_string_size_old(s: *const c_void) -> usize;
+    fn leveldb_bloom_dropin_string_resize_old(s: *mut c_void, n: usize) -> *mut u8;
 }
 
-/// The functions the policy object calls (string_ops.h's `leveldb_bloom_dropin_hooks`),
-/// handed over rather than exported.
-#[repr(C)]
-struct Hooks {
-    decide: extern "C" fn(*const c_void) -> *const owner::Decision,
-    count_own_filter: extern "C" fn(),
+/// The policy object's `CreateFilter` (policy.cc): the policy, the calling code's address,
+/// LevelDB's keys and their count, LevelDB's string.
+type CreateFilterFn =
+    unsafe extern "C-unwind" fn(*const Policy, *const c_void, *const Slice, c_int, *mut c_void);
+/// The policy object's destructor's part (policy.cc).
+type FreeFn = unsafe extern "C" fn(*mut Policy);
+
+/// What one of the drop-in's policy objects (policy.cc) holds on the Rust side.
+pub struct Policy {
+    /// The C API's policy, which builds and answers.
+    filters: *mut ffi::leveldb_bloom_policy,
+    /// A stock LevelDB policy (a `leveldb::FilterPolicy*` of the definition the drop-in
+    /// displaced, or of the asking code's own), which writes the filters of a LevelDB the
+    /// drop-in cannot prove and that has no policy of its own; NULL if none exists.
+    stock: *const c_void,
+    /// Where no stock policy exists: the layout proven for the code that asked for the
+    /// policy, the one LevelDB that can be calling.
+    asker: Option<StringAbi>,
+    /// The bits per key stock policies are made with.
+    stock_bits: c_int,
 }
 
-static HOOKS: Hooks = Hooks {
-    decide: owner::decide_for,
-    count_own_filter: stats::count_own_filter,
-};
+impl Drop for Policy {
+    fn drop(&mut self) {
+        // SAFETY: made by the C API, released once.
+        unsafe { ffi::leveldb_bloom_policy_destroy(self.filters) };
+        if !self.stock.is_null() {
+            // SAFETY: made by a stock `NewBloomFilterPolicy`, deleted once.
+            unsafe { leveldb_bloom_dropin_stock_delete(self.stock) };
+        }
+    }
+}
 
-/// `leveldb::NewBloomFilterPolicy(int)`, under its Itanium C++ ABI name: the signature is
-/// the same at the machine level (an int in, a pointer out).
+/// The definition of `leveldb::NewBloomFilterPolicy` that the drop-in displaced: the next
+/// one after it in lookup order (taken at load).
+static DISPLACED: OnceLock<Option<NewPolicyFn>> = OnceLock::new();
+
+/// Takes, once, what the drop-in needs of the loader and the environment. Runs when the
+/// library is loaded (preloaded, linked, or part of the program), and at the first policy in
+/// case a static link left out the member holding the load-time call.
+extern "C" fn at_load() {
+    static AT_LOAD: Once = Once::new();
+    AT_LOAD.call_once(|| {
+        let _ = std::panic::catch_unwind(|| {
+            stats::at_load();
+            format::choice();
+            leveldb_bloom::instructions();
+            #[cfg(unix)]
+            {
+                let loader = image::Loader::at_load();
+                owner::bind_own_strings_at_load(loader);
+                DISPLACED.get_or_init(|| {
+                    // SAFETY: RTLD_NEXT and a C string; the result is NULL or a definition of
+                    // `leveldb::NewBloomFilterPolicy(int)`: an int in, a pointer out.
+                    unsafe {
+                        let f = libc::dlsym(
+                            libc::RTLD_NEXT,
+                            c"_ZN7leveldb20NewBloomFilterPolicyEi".as_ptr(),
+                        );
+                        (!f.is_null()).then(|| std::mem::transmute::<*mut c_void, NewPolicyFn>(f))
+                    }
+                });
+            }
+        });
+    });
+}
+
+#[used]
+#[cfg_attr(unix, unsafe(link_section = ".init_array"))]
+#[cfg_attr(windows, unsafe(link_section = ".CRT$XCU"))]
+static AT_LOAD: extern "C" fn() = at_load;
+
+/// The instructions that pass the return address (the asking code's) as the second argument
+/// of `make_policy`, leaving the first and the stack as the caller left them, and jump.
+macro_rules! pass_return_address_and_jump {
+    () => {
+        core::arch::naked_asm!(
+            pass_return_address!(),
+            make = sym make_policy
+        )
+    };
+}
+#[cfg(all(target_arch = "x86_64", not(windows)))]
+macro_rules! pass_return_address {
+    () => {
+        "mov rsi, [rsp]\njmp {make}"
+    };
+}
+#[cfg(all(target_arch = "x86_64", windows))]
+macro_rules! pass_return_address {
+    () => {
+        "mov rdx, [rsp]\njmp {make}"
+    };
+}
+// i386: `make_policy` is fastcall (two arguments in ECX and EDX, none on the stack, so that
+// the caller's own argument stays the caller's to pop).
+#[cfg(target_arch = "x86")]
+macro_rules! pass_return_address {
+    () => {
+        "mov ecx, [esp + 4]\nmov edx, [esp]\njmp {make}"
+    };
+}
+#[cfg(target_arch = "aarch64")]
+macro_rules! pass_return_address {
+    () => {
+        "mov x1, x30\nb {make}"
+    };
+}
+#[cfg(target_arch = "s390x")]
+macro_rules! pass_return_address {
+    () => {
+        "lgr %r3, %r14\njg {make}"
+    };
+}
+
+/// `leveldb::NewBloomFilterPolicy(int)`, under its Itanium C++ ABI name (the signature is the
+/// same at the machine level: an int in, a pointer out): `make_policy`, told which code asked.
+#[unsafe(naked)]
 #[unsafe(export_name = "_ZN7leveldb20NewBloomFilterPolicyEi")]
-pub extern "C-unwind" fn new_bloom_filter_policy(bits_per_key: c_int) -> *const c_void {
-    leveldb_bloom_dropin_filter_policy_create(bits_per_key)
+pub extern "C-unwind" fn new_bloom_filter_policy(_bits_per_key: c_int) -> *const c_void {
+    pass_return_address_and_jump!()
 }
 
 /// The drop-in's `leveldb::FilterPolicy` object, for a program that also uses stock
 /// LevelDB's policy in the same process (the benchmark does): a `const
-/// leveldb::FilterPolicy*`, released with `delete`. Counts like `NewBloomFilterPolicy`.
-///
-/// Whichever LevelDB calls the object's `CreateFilter`, the drop-in writes that LevelDB's
-/// string only where it has proven how (owner.rs); elsewhere that LevelDB's own policy writes
-/// its filters. One case is decided here: the drop-in linked into the program itself (the
-/// static route), where it replaced the program's LevelDB's own policy. If it cannot prove
-/// the program's string there, it returns NULL, which LevelDB takes as "no filter policy"
-/// (no filters written, every table read, nothing lost), said once on standard error and in
-/// the statistics. A C++ exception from `new` passes through, as it would from LevelDB's own
-/// definition.
+/// leveldb::FilterPolicy*`, released with `delete`. Made as `NewBloomFilterPolicy` makes it.
+#[unsafe(naked)]
 #[unsafe(no_mangle)]
 pub extern "C-unwind" fn leveldb_bloom_dropin_filter_policy_create(
-    bits_per_key: c_int,
+    _bits_per_key: c_int,
 ) -> *const c_void {
-    // Also here, not only at load: a static link may leave out the archive member that holds
-    // the load-time registration (the Windows drop-in is static only). Runs once either way.
-    register_stats_file_at_exit();
-    #[cfg(unix)]
-    if let Some(own) = image::LoadedObject::own().filter(image::LoadedObject::is_program) {
-        static PROGRAM: OnceLock<Result<owner::StringAbi, String>> = OnceLock::new();
-        let proven = PROGRAM.get_or_init(|| {
-            std::panic::catch_unwind(|| owner::provable_string_abi(&own))
-                .unwrap_or_else(|_| Err("the drop-in failed reading its symbols".to_owned()))
-                .inspect_err(|why| {
-                    stats::count_declined(&format!(
-                        "the LevelDB in the program ({why}); no filter policy: \
-                         the drop-in replaced its own"
-                    ))
-                })
-        });
-        if proven.is_err() {
-            return std::ptr::null();
-        }
-    }
-    stats::count_policy();
-    let (policy, bloom_bits) = create_policy(bits_per_key);
-    // Counting only for the statistics file: otherwise the queries do no work for it.
-    let policy = if stats_file().is_some() {
-        // SAFETY: `policy` is NULL or a live policy, destroyed once here after the copy.
+    pass_return_address_and_jump!()
+}
+
+/// A new policy object for `bits_per_key` asked for by the code at `caller`: NULL only where
+/// no other definition of `NewBloomFilterPolicy` exists and that code's string cannot be
+/// proven (LevelDB then has no filter policy: no filters written, every table read). Memory
+/// running out throws `std::bad_alloc`, as LevelDB's own `new` would; so does a stock
+/// definition's.
+#[cfg(target_arch = "x86")]
+extern "fastcall-unwind" fn make_policy(
+    bits_per_key: c_int,
+    caller: *const c_void,
+) -> *const c_void {
+    new_policy_object(bits_per_key, caller)
+}
+#[cfg(not(target_arch = "x86"))]
+extern "C-unwind" fn make_policy(bits_per_key: c_int, caller: *const c_void) -> *const c_void {
+    new_policy_object(bits_per_key, caller)
+}
+
+fn new_policy_object(bits_per_key: c_int, caller: *const c_void) -> *const c_void {
+    at_load();
+    let displaced = DISPLACED.get().copied().flatten();
+    let (stock_new, asker) = match displaced {
+        Some(stock) => (Some(stock), None),
+        None => match std::panic::catch_unwind(|| owner::asker_stock_or_proof(caller)) {
+            Ok(Ok(found)) => found,
+            Ok(Err(why)) => {
+                stats::count_refused(&format!(
+                    "{why}; no filter policy: no definition of NewBloomFilterPolicy but the \
+                     drop-in's exists"
+                ));
+                return std::ptr::null();
+            }
+            Err(_) => {
+                stats::count_refused("the drop-in failed reading its symbols; no filter policy");
+                return std::ptr::null();
+            }
+        },
+    };
+    let (filters, stock_bits) = create_policy(bits_per_key);
+    let filters = if stats::file_wanted() {
+        // SAFETY: `filters` is NULL or a live policy, destroyed once here after the copy.
         unsafe {
-            let counted = ffi::leveldb_bloom_policy_counted(policy);
-            ffi::leveldb_bloom_policy_destroy(policy);
+            let counted = ffi::leveldb_bloom_policy_counted(filters);
+            ffi::leveldb_bloom_policy_destroy(filters);
             counted
         }
     } else {
-        policy
+        filters
     };
-    // SAFETY: `policy` is NULL or a live policy from the C API, whose ownership passes to the
-    // object; NULL throws, as LevelDB's own `new` does when memory runs out.
-    unsafe { leveldb_bloom_dropin_new_policy(policy.cast(), bloom_bits, &HOOKS) }
+    let mut policy = Box::new(Policy {
+        filters,
+        stock: std::ptr::null(),
+        asker,
+        stock_bits,
+    });
+    if let Some(new) = stock_new {
+        // SAFETY: a definition of `leveldb::NewBloomFilterPolicy(int)`; its `std::bad_alloc`
+        // passes through, `policy` released on the way.
+        policy.stock = unsafe { new(stock_bits) };
+    }
+    if policy.filters.is_null() {
+        // Out of memory: as LevelDB's own `new` would.
+        // SAFETY: `leveldb_bloom_dropin_object_new` throws std::bad_alloc for a NULL policy.
+        return unsafe {
+            leveldb_bloom_dropin_object_new(
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                create_filter,
+                free_policy,
+            )
+        };
+    }
+    let filters = policy.filters;
+    stats::count_policy();
+    let raw = Box::into_raw(policy);
+    struct FreeOnUnwind(*mut Policy);
+    impl Drop for FreeOnUnwind {
+        fn drop(&mut self) {
+            // SAFETY: the policy made above, not yet owned by an object.
+            drop(unsafe { Box::from_raw(self.0) });
+        }
+    }
+    let guard = FreeOnUnwind(raw);
+    // SAFETY: `raw` and `filters` live; the object takes them (or throws, and `guard` frees).
+    let object = unsafe {
+        leveldb_bloom_dropin_object_new(raw.cast(), filters.cast(), create_filter, free_policy)
+    };
+    std::mem::forget(guard);
+    object
+}
+
+/// The policy object's destructor's part: releases the policy.
+///
+/// # Safety
+/// `policy` came from `new_policy_object` and is not used again.
+unsafe extern "C" fn free_policy(policy: *mut Policy) {
+    if !policy.is_null() {
+        // SAFETY: the caller passes ownership.
+        drop(unsafe { Box::from_raw(policy) });
+    }
+}
+
+/// `CreateFilter` for code at `caller`: appends the filter of `keys` to `dst`, that code's
+/// `std::string`, written by the drop-in where it has proven the string's layout and
+/// library (`owner.rs`), otherwise by stock LevelDB's code. A `std::bad_alloc` from growing
+/// the string passes through, as from LevelDB's own policy.
+///
+/// # Safety
+/// `policy` is live; `keys` points to `n` slices of readable bytes (or `n` is 0); `dst` is
+/// the calling LevelDB's `std::string`.
+unsafe extern "C-unwind" fn create_filter(
+    policy: *const Policy,
+    caller: *const c_void,
+    keys: *const Slice,
+    n: c_int,
+    dst: *mut c_void,
+) {
+    // SAFETY: the caller guarantees a live policy.
+    let policy = unsafe { &*policy };
+    let abi = match owner::writer_for(caller) {
+        Writer::Dropin(abi) => abi,
+        Writer::Stock(own) => match (own, policy.stock.is_null(), policy.asker) {
+            (Some(new), _, _) => {
+                // SAFETY: the calling object's own `NewBloomFilterPolicy`, whose policy writes
+                // and is deleted; `keys`, `n` and `dst` as this function's caller guarantees.
+                unsafe {
+                    leveldb_bloom_dropin_stock_create_filter_with(
+                        new,
+                        policy.stock_bits,
+                        keys,
+                        n,
+                        dst,
+                    )
+                };
+                stats::count_filter_by_stock();
+                return;
+            }
+            (None, false, _) => {
+                // SAFETY: the policy's stock object, live while the policy is.
+                unsafe { leveldb_bloom_dropin_stock_create_filter(policy.stock, keys, n, dst) };
+                stats::count_filter_by_stock();
+                return;
+            }
+            (None, true, Some(abi)) => abi,
+            // A policy is made only with a stock object or a proven asker.
+            (None, true, None) => StringAbi::Cxx11,
+        },
+    };
+    // SAFETY: as this function's caller guarantees, with `abi` proven for `dst`.
+    unsafe { append_filter(policy, abi, keys, n, dst) }
+}
+
+/// Appends the filter straight into the string (no buffer of our own, no copy), grown by its
+/// own layout's code; the filter every reader answers "may match" if it cannot be built.
+///
+/// # Safety
+/// As `leveldb_bloom_dropin_create_filter`'s, with `dst` a string of layout `abi`.
+unsafe fn append_filter(
+    policy: &Policy,
+    abi: StringAbi,
+    keys: *const Slice,
+    n: c_int,
+    dst: *mut c_void,
+) {
+    let (size, resize): (
+        unsafe extern "C-unwind" fn(*const c_void) -> usize,
+        unsafe extern "C-unwind" fn(*mut c_void, usize) -> *mut u8,
+    ) = match abi {
+        StringAbi::Cxx11 => (
+            leveldb_bloom_dropin_string_size_cxx11,
+            leveldb_bloom_dropin_string_resize_cxx11,
+        ),
+        StringAbi::Old => (
+            leveldb_bloom_dropin_string_size_old,
+            leveldb_bloom_dropin_string_resize_old,
+        ),
+    };
+    let num_keys = usize::try_from(n).unwrap_or(0);
+    // SAFETY: `dst` is a live string of this layout.
+    let start = unsafe { size(dst) };
+    // SAFETY: a live policy.
+    let len = unsafe { ffi::leveldb_bloom_filter_len(policy.filters, num_keys) };
+    if len != 0 {
+        // SAFETY: grows the string by `len` bytes and returns its characters, of which
+        // `start..start + len` are then written.
+        unsafe {
+            let at = resize(dst, start + len).add(start);
+            let mut written = 0;
+            let status = ffi::leveldb_bloom_create_filter_slices(
+                policy.filters,
+                keys,
+                num_keys,
+                at,
+                len,
+                &mut written,
+            );
+            if status == ffi::leveldb_bloom_status::LEVELDB_BLOOM_OK as c_int && written == len {
+                return;
+            }
+        }
+    }
+    // What every LevelDB reader answers "may match": 0 probes.
+    // SAFETY: grows the string by 2 bytes and writes them.
+    unsafe {
+        let at = resize(dst, start + 2).add(start);
+        at.write(0);
+        at.add(1).write(0);
+    }
 }
 
 /// The C policy for a program that asked for `bits_per_key`, in the format the environment
@@ -152,157 +454,17 @@ fn create_policy(bits_per_key: c_int) -> (*mut ffi::leveldb_bloom_policy, c_int)
 /// take: its policies then build Bloom filters.
 #[cold]
 fn warn_once_compact_refused(bits: f64) {
-    static WARNED: Once = Once::new();
-    WARNED.call_once(|| {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
         stats::warn(&format!(
             "compact filters take 0 to {} bits per key, not {bits}; building bloom filters",
             leveldb_bloom::compact::MAX_BITS_PER_KEY
         ));
-    });
+    }
 }
 
 /// The number of `leveldb::NewBloomFilterPolicy` calls this library served.
 #[unsafe(no_mangle)]
 pub extern "C" fn leveldb_bloom_dropin_policies_created() -> u64 {
     stats::counts().policies
-}
-
-/// When the library was loaded in this process: a statistics file written since then by
-/// another process (a child) is not overwritten by one in which the drop-in did nothing.
-static LOADED_AT: OnceLock<SystemTime> = OnceLock::new();
-
-/// Runs when the library is loaded (preloaded, linked, or part of the program): with a
-/// statistics file asked for, the file is written at exit whether or not the drop-in ever
-/// served (a preload into a program whose LevelDB is compiled in cannot: its calls never
-/// leave the executable).
-#[used]
-#[cfg_attr(unix, unsafe(link_section = ".init_array"))]
-#[cfg_attr(windows, unsafe(link_section = ".CRT$XCU"))]
-static REGISTER_STATS_FILE_AT_LOAD: extern "C" fn() = register_stats_file_at_exit;
-
-extern "C" fn register_stats_file_at_exit() {
-    static REGISTER: Once = Once::new();
-    REGISTER.call_once(|| {
-        LOADED_AT.get_or_init(SystemTime::now);
-        if stats_file().is_some() {
-            // SAFETY: `write_stats_file` is an `extern "C" fn()` that never unwinds.
-            unsafe { libc::atexit(write_stats_file) };
-        }
-    });
-}
-
-/// `LEVELDB_BLOOM_STATS_FILE`, with `%p` replaced by the process's ID, unless the process
-/// runs in secure-execution mode (set-user-ID, set-group-ID or with capabilities: the
-/// kernel's AT_SECURE), where the environment is its caller's and must not name files the
-/// program writes.
-#[cfg(unix)]
-fn stats_file() -> Option<OsString> {
-    use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    // SAFETY: getauxval has no preconditions; an absent entry reads as 0.
-    let secure = unsafe { libc::getauxval(libc::AT_SECURE) } != 0;
-    if secure {
-        return None;
-    }
-    let name = std::env::var_os("LEVELDB_BLOOM_STATS_FILE")?;
-    let bytes = name.as_bytes();
-    if !bytes.windows(2).any(|w| w == b"%p") {
-        return Some(name);
-    }
-    let pid = std::process::id().to_string();
-    let mut out = Vec::with_capacity(bytes.len() + pid.len());
-    let mut rest = bytes;
-    while let Some(at) = rest.windows(2).position(|w| w == b"%p") {
-        out.extend_from_slice(&rest[..at]);
-        out.extend_from_slice(pid.as_bytes());
-        rest = &rest[at + 2..];
-    }
-    out.extend_from_slice(rest);
-    Some(OsString::from_vec(out))
-}
-
-/// `LEVELDB_BLOOM_STATS_FILE`, with `%p` replaced by the process's ID (Windows: a name that
-/// is not Unicode is taken as it is).
-#[cfg(windows)]
-fn stats_file() -> Option<OsString> {
-    let name = std::env::var_os("LEVELDB_BLOOM_STATS_FILE")?;
-    match name.to_str() {
-        Some(text) if text.contains("%p") => {
-            Some(text.replace("%p", &std::process::id().to_string()).into())
-        }
-        _ => Some(name),
-    }
-}
-
-/// The statistics file's text.
-fn stats_text() -> String {
-    let stats = leveldb_bloom::global_stats();
-    let choice = format::choice();
-    let bits = choice
-        .bits_per_key
-        .map_or_else(|| "program".to_owned(), |bits| bits.to_string());
-    let counts = stats::counts();
-    let (policies, cxx11, old) = (
-        counts.policies,
-        counts.served_cxx11_string,
-        counts.served_old_string,
-    );
-    let declined = counts.declined;
-    let served = match (policies > 0, declined.is_empty(), cxx11 + old > 0) {
-        (false, true, _) => "no",
-        (true, true, _) => "yes",
-        (_, false, true) => "partly",
-        (_, false, false) => "declined",
-    };
-    let mut text = format!(
-        "served={served}\nformat={}\nbits_per_key={bits}\ndropin_policies={policies}\n\
-         leveldbs_cxx11_string={cxx11}\nleveldbs_old_string={old}\nleveldbs_declined={}\n\
-         filters_built={}\nfilters_built_by_own_policy={}\nkeys_added={}\nqueries={}\n\
-         no_match={}\n",
-        choice.format.name(),
-        declined.len(),
-        stats.filters_built,
-        counts.filters_by_own_policy,
-        stats.keys_added,
-        stats.queries,
-        stats.no_match
-    );
-    for reason in declined {
-        text.push_str(&format!("declined={reason}\n"));
-    }
-    text
-}
-
-/// Writes `name=value` lines of the global statistics; failures are ignored (the process is
-/// exiting, and statistics must never break it). A symlink is not followed, and a FIFO no
-/// reader holds open is not waited for. A process in which the drop-in made no policy and
-/// declined no LevelDB (a shell or `timeout` that started the program, say) leaves a file
-/// written after it loaded the drop-in alone: that is its child's word.
-extern "C" fn write_stats_file() {
-    let _ = std::panic::catch_unwind(|| {
-        let Some(path) = stats_file() else {
-            return;
-        };
-        let counts = stats::counts();
-        let idle = counts.policies == 0 && counts.declined.is_empty();
-        if idle
-            && let (Some(loaded), Ok(written)) = (
-                LOADED_AT.get(),
-                std::fs::symlink_metadata(&path).and_then(|m| m.modified()),
-            )
-            && written >= *loaded
-        {
-            return;
-        }
-        let text = stats_text();
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        options
-            .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-        let file = options.open(path);
-        if let Ok(mut file) = file {
-            let _ = file.write_all(text.as_bytes());
-        }
-    });
 }

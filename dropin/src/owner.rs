@@ -2,11 +2,11 @@
 //! may write it.
 //!
 //! LevelDB hands `CreateFilter` a `std::string*` of its own (its filter block builder's), so
-//! the drop-in's policy asks at the first call from each place, the return address naming
-//! the object (a libleveldb, a module or program with LevelDB compiled in) whose LevelDB
-//! called it, however the policy reached that LevelDB (through wrappers, shims or tail
-//! calls). It writes that string only with code proven to be the string code that LevelDB's
-//! own strings use, from the object as it is loaded in memory (`image.rs`):
+//! the drop-in's policy asks which object (a libleveldb, a module or program with LevelDB
+//! compiled in) holds the calling code, from the return address, however the policy reached
+//! that LevelDB (through wrappers, shims or tail calls). It writes that string only with code
+//! proven to be the string code that LevelDB's own strings use, from the object as it is
+//! loaded in memory (`image.rs`), without a lock or a call into the dynamic linker:
 //!
 //! 1. **The layout.** libstdc++ has two layouts of `std::string`: the C++11 one
 //!    (`std::__cxx11::basic_string`, the default since GCC 5) and the old copy-on-write one
@@ -19,22 +19,25 @@
 //!    drop-in's own (`OWN_STRING_IMPORTS`, listed by build.rs). Exactly one libstdc++ layout
 //!    named tells; none, both, or libc++'s, does not.
 //! 2. **The library instance.** The string's memory and, for the old layout, its shared
-//!    empty representation belong to one copy of libstdc++. The object must import its string
-//!    functions (a libstdc++ linked in statically and hidden imports none), and each must
-//!    resolve in its own lookup scope to the very definition it resolves to in the process's
-//!    global scope and in the drop-in's. Where the drop-in is part of the object (linked
-//!    statically into the program), it is one link and one copy.
+//!    empty representation belong to one copy of libstdc++. The object's imports of that
+//!    layout's string code must have been bound by the loader (a libstdc++ linked in
+//!    statically and hidden imports none), each to the very definition the drop-in's own
+//!    string code was bound to when the drop-in was loaded, or into the same object. Where
+//!    the drop-in is part of the object (linked statically into the program), it is one link
+//!    and one copy.
 //!
 //! Proven, the drop-in grows that LevelDB's strings with its layout's code (string_ops.cc)
-//! and writes its filters. Otherwise that LevelDB's own `NewBloomFilterPolicy` (the object's
-//! own definition) writes its filters, LevelDB's Bloom bytes either way, and the drop-in says
-//! so once on standard error and in the statistics; queries never touch a string and stay the
-//! drop-in's. Each decision is made once per calling place and kept for the process.
+//! and writes its filters. Otherwise stock LevelDB's code writes them (lib.rs chooses which:
+//! the object's own `NewBloomFilterPolicy`, else the definition the drop-in displaced), and
+//! the drop-in says so once on standard error and in the statistics; queries never touch a
+//! string and stay the drop-in's. Each decision belongs to one loaded object ([`Identity`]),
+//! is made at its first call, and is kept in a table read without a lock.
 
-use std::ffi::{CString, c_char, c_int, c_void};
-use std::sync::Mutex;
+use std::ffi::{c_int, c_void};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
-use crate::image::{LoadedObject, Scope, Symbol};
+use crate::image::{Identity, LoadedObject, Loader, Symbol};
 
 /// The two layouts of libstdc++'s `std::string` the drop-in writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +94,7 @@ include!(concat!(env!("OUT_DIR"), "/own_string_imports.rs"));
 pub(crate) const NEW_BLOOM_FILTER_POLICY: &[u8] = b"_ZN7leveldb20NewBloomFilterPolicyEi";
 
 /// A LevelDB's own `NewBloomFilterPolicy`.
-pub(crate) type NewPolicyFn = unsafe extern "C" fn(c_int) -> *const c_void;
+pub(crate) type NewPolicyFn = unsafe extern "C-unwind" fn(c_int) -> *const c_void;
 
 /// The layout a LevelDB function's mangled name shows, if it is one and shows one.
 fn leveldb_signature(name: &[u8]) -> Option<Named> {
@@ -172,64 +175,121 @@ pub(crate) fn string_abi_of(symbols: &[Symbol], holds_dropin: bool) -> Result<St
     Err("it names no LevelDB function that takes a string and imports no std::string".to_owned())
 }
 
-/// Rule 2 of the module's comment: the object's string functions of layout `abi` are the
+/// The strings' static data members, which a program may hold a copy of (a copy
+/// relocation): every object's references, libstdc++'s own included, then bind to the
+/// program's copy, so they are compared by address, not by the object that holds them.
+const STRING_DATA: [&[u8]; 5] = [
+    b"_ZNSs4_Rep20_S_empty_rep_storageE",
+    b"_ZNSs4_Rep11_S_max_sizeE",
+    b"_ZNSs4_Rep11_S_terminalE",
+    b"_ZNSs4nposE",
+    b"_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE4nposE",
+];
+
+/// Where the drop-in's own string code was bound when it was loaded: each of its imports'
+/// address, and the one object that holds them all (`None` if they are split or unbound).
+struct OwnStrings {
+    addresses: Vec<(&'static [u8], usize)>,
+    home: Option<Identity>,
+}
+
+static OWN_STRINGS: OnceLock<OwnStrings> = OnceLock::new();
+
+/// Records where the drop-in's own string code is bound; called once, while it is loaded.
+pub(crate) fn bind_own_strings_at_load(loader: &Loader) {
+    OWN_STRINGS.get_or_init(|| {
+        let addresses: Vec<(&'static [u8], usize)> = OWN_STRING_IMPORTS
+            .iter()
+            .chain(STRING_DATA.iter())
+            .filter_map(|&name| {
+                let name_c = std::ffi::CString::new(name).ok()?;
+                // SAFETY: RTLD_DEFAULT (the global scope, where the drop-in's own imports
+                // bind) and a C string.
+                let address = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name_c.as_ptr()) };
+                (!address.is_null()).then_some((name, address as usize))
+            })
+            .collect();
+        let mut homes = addresses
+            .iter()
+            .filter(|(name, _)| !STRING_DATA.contains(name))
+            .map(|&(_, address)| Identity::of(loader, address as *const c_void));
+        let first = homes.next().flatten();
+        let home = first.filter(|first| homes.all(|h| h.as_ref() == Some(first)));
+        OwnStrings { addresses, home }
+    });
+}
+
+/// Rule 2 of the module's comment: the object's bound string code of layout `abi` is the
 /// drop-in's.
 fn same_string_code(
+    loader: &Loader,
     object: &LoadedObject,
     symbols: &[Symbol],
     abi: StringAbi,
 ) -> Result<(), String> {
-    let imports: Vec<&[u8]> = symbols
+    let own = OWN_STRINGS
+        .get()
+        .ok_or("the drop-in's own string code was not bound at load")?;
+    let home = own
+        .home
+        .as_ref()
+        .ok_or("the drop-in's own string code is not in one object")?;
+    let bindings = object
+        .bindings(symbols)
+        .map_err(|e| format!("its bindings cannot be read: {e}"))?;
+    let mut bound = 0;
+    for binding in bindings
         .iter()
-        .filter(|s| s.imported && string_member(s.name) == Some(Named::Libstdcxx(abi)))
-        .map(|s| s.name)
-        .collect();
-    if imports.is_empty() {
-        return Err(
-            "it imports no std::string code: its own copy of libstdc++ (linked in \
-                    statically, say) makes its strings"
-                .to_owned(),
-        );
-    }
-    let scope = object.scope().ok_or("its lookup scope cannot be opened")?;
-    let own = LoadedObject::own()
-        .and_then(|own| own.scope())
-        .ok_or("the drop-in's lookup scope cannot be opened")?;
-    let global = Scope::global();
-    for name in imports {
-        let here = scope.resolve(name);
-        if here.is_none() || here != own.resolve(name) || here != global.resolve(name) {
+        .filter(|b| string_member(b.name) == Some(Named::Libstdcxx(abi)))
+    {
+        let same = match own.addresses.iter().find(|(name, _)| *name == binding.name) {
+            Some(&(_, address)) => address == binding.target,
+            None => Identity::of(loader, binding.target as *const c_void).as_ref() == Some(home),
+        };
+        if !same {
             return Err(format!(
                 "its {} is not the drop-in's (another copy of libstdc++)",
-                String::from_utf8_lossy(name)
+                String::from_utf8_lossy(binding.name)
             ));
         }
+        bound += 1;
+    }
+    if bound == 0 {
+        return Err(
+            "it has no std::string code bound from the process's libstdc++: its own \
+                    copy (linked in statically, say) makes its strings"
+                .to_owned(),
+        );
     }
     Ok(())
 }
 
 /// The string layout the drop-in may write for `object`, proven (both rules), or why not.
-pub(crate) fn provable_string_abi(object: &LoadedObject) -> Result<StringAbi, String> {
+pub(crate) fn provable_string_abi(
+    loader: &Loader,
+    object: &LoadedObject,
+) -> Result<StringAbi, String> {
     let symbols = object
         .dynamic_symbols()
         .map_err(|e| format!("its symbols cannot be read: {e}"))?;
-    let holds_dropin = LoadedObject::own().as_ref() == Some(object);
+    let holds_dropin = loader.own_is_program && object.is_program();
     let abi = string_abi_of(&symbols, holds_dropin)?;
     if !holds_dropin {
-        same_string_code(object, &symbols, abi)?;
+        same_string_code(loader, object, &symbols, abi)?;
     }
     Ok(abi)
 }
 
 /// `object`'s own `NewBloomFilterPolicy`: its own definition, not the drop-in's.
-fn own_policy_of(object: &LoadedObject) -> Option<NewPolicyFn> {
-    let own = LoadedObject::own();
+fn own_policy_of(loader: &Loader, object: &LoadedObject) -> Option<NewPolicyFn> {
+    if loader.own_is_program && object.is_program() {
+        return None;
+    }
     let symbols = object.dynamic_symbols().ok()?;
     let definition = symbols
         .iter()
         .find(|s| !s.imported && s.name == NEW_BLOOM_FILTER_POLICY && s.address != 0)?;
-    let holder = LoadedObject::holding(definition.address as *const c_void);
-    if holder.as_ref() != Some(object) || holder == own {
+    if !object.spans(definition.address) {
         return None;
     }
     // SAFETY: the object's own definition of `leveldb::NewBloomFilterPolicy(int)`, whose
@@ -237,99 +297,171 @@ fn own_policy_of(object: &LoadedObject) -> Option<NewPolicyFn> {
     Some(unsafe { std::mem::transmute::<usize, NewPolicyFn>(definition.address) })
 }
 
-/// One layout's string code (string_ops.cc); opaque here.
-#[repr(C)]
-pub(crate) struct StringOps {
-    _private: [u8; 0],
+/// Who writes a LevelDB's filters.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Writer {
+    /// The drop-in, growing the string with this layout's code.
+    Dropin(StringAbi),
+    /// Stock LevelDB's code: the calling object's own `NewBloomFilterPolicy`'s policy, or,
+    /// if `None`, the policy of the definition the drop-in displaced (lib.rs).
+    Stock(Option<NewPolicyFn>),
 }
 
-unsafe extern "C" {
-    static leveldb_bloom_dropin_string_ops_cxx11: StringOps;
-    static leveldb_bloom_dropin_string_ops_old: StringOps;
+/// What was decided for one loaded object.
+struct Decision {
+    identity: Identity,
+    writer: Writer,
 }
 
-/// What was decided for the LevelDB whose code holds `caller` (string_ops.h's
-/// `leveldb_bloom_dropin_decision`).
-#[repr(C)]
-pub(crate) struct Decision {
-    caller: *const c_void,
-    /// The layout's string code, or NULL: declined.
-    string_ops: *const StringOps,
-    /// The declined LevelDB's own `NewBloomFilterPolicy`, if found.
-    own_policy: Option<NewPolicyFn>,
-    /// Why it was declined, as a C string; NULL when served.
-    reason: *const c_char,
-}
+/// The decisions made so far, one per loaded object that called (a process has a few),
+/// published once each and never freed, so that a reader needs no lock.
+const TABLE_SLOTS: usize = 256;
+static DECISIONS: [AtomicPtr<Decision>; TABLE_SLOTS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; TABLE_SLOTS];
 
-// SAFETY: a decision is immutable once made and lives as long as the process; its pointers
-// are to static data (the string code, a leaked reason) and code.
-unsafe impl Send for Decision {}
-// SAFETY: as above.
-unsafe impl Sync for Decision {}
-
-/// The decisions made so far (one per calling place; a process has a few).
-static DECISIONS: Mutex<Vec<&'static Decision>> = Mutex::new(Vec::new());
-
-/// The decision for the LevelDB whose code holds `caller`: made at its first call and kept.
-/// Called by the policy's `CreateFilter` (policy.cc); never NULL, never unwinds.
-pub(crate) extern "C" fn decide_for(caller: *const c_void) -> *const Decision {
-    let mut decisions = DECISIONS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(decision) = decisions.iter().find(|d| d.caller == caller) {
-        return *decision;
-    }
-    let decision =
-        std::panic::catch_unwind(|| decide(caller, LoadedObject::holding(caller).as_ref()))
-            .unwrap_or_else(|_| {
-                decline(
-                    caller,
-                    None,
-                    "the drop-in failed reading its symbols".to_owned(),
-                )
-            });
-    let decision: &'static Decision = Box::leak(Box::new(decision));
-    decisions.push(decision);
-    decision
-}
-
-fn decide(caller: *const c_void, object: Option<&LoadedObject>) -> Decision {
-    let Some(object) = object else {
-        return decline(caller, None, "no loaded object holds its code".to_owned());
+/// Who writes the filters of the LevelDB whose code holds `caller`: decided at the first call
+/// from its object and kept for as long as that object stays loaded. Never unwinds; takes no
+/// lock.
+pub(crate) fn writer_for(caller: *const c_void) -> Writer {
+    let Some(loader) = Loader::get() else {
+        return unknown_caller("the drop-in was not initialized");
     };
-    match provable_string_abi(object) {
-        Ok(abi) => {
-            crate::stats::count_served(abi == StringAbi::Cxx11);
-            Decision {
-                caller,
-                string_ops: match abi {
-                    StringAbi::Cxx11 => &raw const leveldb_bloom_dropin_string_ops_cxx11,
-                    StringAbi::Old => &raw const leveldb_bloom_dropin_string_ops_old,
-                },
-                own_policy: None,
-                reason: std::ptr::null(),
+    let Some(identity) = Identity::of(loader, caller) else {
+        return unknown_caller(
+            "the C library cannot tell without a lock which object called (no _dl_find_object)",
+        );
+    };
+    if let Some(writer) = find(&identity) {
+        return writer;
+    }
+    let decision = std::panic::catch_unwind(|| decide(loader, caller, identity.clone()))
+        .unwrap_or_else(|_| Decision {
+            identity: identity.clone(),
+            writer: Writer::Stock(None),
+        });
+    publish(decision)
+}
+
+/// The decision kept for `identity`, if any.
+fn find(identity: &Identity) -> Option<Writer> {
+    for slot in &DECISIONS {
+        let decision = slot.load(Ordering::Acquire);
+        if decision.is_null() {
+            return None;
+        }
+        // SAFETY: published decisions are never freed or changed.
+        let decision = unsafe { &*decision };
+        if decision.identity == *identity {
+            return Some(decision.writer);
+        }
+    }
+    None
+}
+
+/// Keeps `decision` in the first free slot, counting and saying what it decided, unless
+/// another thread kept one for the same object first (then that one's writer).
+fn publish(decision: Decision) -> Writer {
+    let writer = decision.writer;
+    let decision = Box::into_raw(Box::new(decision));
+    for slot in &DECISIONS {
+        match slot.compare_exchange(
+            std::ptr::null_mut(),
+            decision,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => {
+                // SAFETY: just published, never freed.
+                let decision = unsafe { &*decision };
+                if let Writer::Dropin(abi) = decision.writer {
+                    crate::stats::count_served(abi == StringAbi::Cxx11);
+                }
+                return writer;
+            }
+            Err(other) => {
+                // SAFETY: published decisions are never freed or changed.
+                let other = unsafe { &*other };
+                // SAFETY: `decision` came from Box::into_raw above and was not published.
+                let mine = unsafe { &*decision };
+                if other.identity == mine.identity {
+                    let kept = other.writer;
+                    // SAFETY: as above; freed once, here.
+                    drop(unsafe { Box::from_raw(decision) });
+                    return kept;
+                }
             }
         }
-        Err(why) => decline(caller, Some(object), why),
+    }
+    // A full table (hundreds of objects loaded in turn): decide again at the next call.
+    // SAFETY: as above; not published.
+    drop(unsafe { Box::from_raw(decision) });
+    writer
+}
+
+/// The decision for the object holding `caller`, saying why where it declines.
+fn decide(loader: &Loader, caller: *const c_void, identity: Identity) -> Decision {
+    let Some(object) = loader.holding(caller) else {
+        crate::stats::count_declined(
+            "the LevelDB at an address no loaded object maps; \
+             stock LevelDB's policy writes its filters",
+        );
+        return Decision {
+            identity,
+            writer: Writer::Stock(None),
+        };
+    };
+    match provable_string_abi(loader, &object) {
+        Ok(abi) => Decision {
+            identity,
+            writer: Writer::Dropin(abi),
+        },
+        Err(why) => {
+            let own = own_policy_of(loader, &object);
+            let outcome = if own.is_some() {
+                "its own Bloom policy writes its filters"
+            } else {
+                "the Bloom policy the drop-in displaced writes its filters"
+            };
+            crate::stats::count_declined(&format!(
+                "the LevelDB in {} ({why}); {outcome}",
+                object.describe()
+            ));
+            Decision {
+                identity,
+                writer: Writer::Stock(own),
+            }
+        }
     }
 }
 
-/// A declined LevelDB: said once, counted, and left to its own policy.
+/// A caller the drop-in cannot place: stock's code writes its filters; said once.
 #[cold]
-fn decline(caller: *const c_void, object: Option<&LoadedObject>, why: String) -> Decision {
-    let own_policy = object.and_then(own_policy_of);
-    let who = object.map_or_else(|| "the caller".to_owned(), LoadedObject::describe);
-    let outcome = if own_policy.is_some() {
-        "its own Bloom policy writes its filters"
-    } else {
-        "it has no Bloom policy of its own the drop-in can find"
-    };
-    let reason = format!("the LevelDB in {who} ({why}); {outcome}");
-    crate::stats::count_declined(&reason);
-    let reason = CString::new(reason).unwrap_or_default().into_raw();
-    Decision {
-        caller,
-        string_ops: std::ptr::null(),
-        own_policy,
-        reason,
+fn unknown_caller(why: &str) -> Writer {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        crate::stats::count_declined(&format!(
+            "every LevelDB ({why}); the Bloom policy the drop-in displaced writes its filters"
+        ));
+    }
+    Writer::Stock(None)
+}
+
+/// For a policy asked for by code at `caller` where no definition of `NewBloomFilterPolicy`
+/// but the drop-in's is in lookup order: that code's object's own definition, if it has one,
+/// and the string layout proven for that object, if it can be; or why neither.
+#[allow(clippy::type_complexity)]
+pub(crate) fn asker_stock_or_proof(
+    caller: *const c_void,
+) -> Result<(Option<NewPolicyFn>, Option<StringAbi>), String> {
+    let loader = Loader::get().ok_or("the drop-in was not initialized")?;
+    let object = loader.holding(caller).ok_or(
+        "the code that asked for a policy is in no object the C library can name without a lock",
+    )?;
+    let own = own_policy_of(loader, &object);
+    match provable_string_abi(loader, &object) {
+        Ok(abi) => Ok((own, Some(abi))),
+        Err(_) if own.is_some() => Ok((own, None)),
+        Err(why) => Err(format!("the LevelDB in {} ({why})", object.describe())),
     }
 }
 

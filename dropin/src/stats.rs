@@ -1,19 +1,30 @@
-//! What the drop-in did in this process, counted for the statistics file (lib.rs writes it),
-//! and the one voice it speaks with on standard error.
+//! What the drop-in did in this process: its counters, the statistics file written from them
+//! at exit (`LEVELDB_BLOOM_STATS_FILE`), and the one voice it speaks with on standard error.
+//!
+//! Counting never blocks and takes no lock: a `fork` in another thread can leave none held in
+//! the child, and a signal or a thread's small stack meets nothing large. The file's name and
+//! standard error's identity are taken once, when the drop-in is loaded.
 
-use std::io::Write;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::ffi::OsString;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering::Relaxed, Ordering::Release};
 
 /// Policies this library handed out in place of LevelDB's.
 static POLICIES: AtomicU64 = AtomicU64::new(0);
 /// LevelDBs whose filters the drop-in writes, per string layout (owner.rs).
 static SERVED_CXX11_STRING: AtomicU64 = AtomicU64::new(0);
 static SERVED_OLD_STRING: AtomicU64 = AtomicU64::new(0);
-/// Why each declined LevelDB was, in order.
-static DECLINED: Mutex<Vec<String>> = Mutex::new(Vec::new());
-/// Filters the declined LevelDBs' own policies wrote.
-static FILTERS_BY_OWN_POLICY: AtomicU64 = AtomicU64::new(0);
+/// Filters stock LevelDB's code wrote for the LevelDBs the drop-in declined.
+static FILTERS_BY_STOCK: AtomicU64 = AtomicU64::new(0);
+/// Policies not made: no definition but the drop-in's, and a string it cannot prove.
+static POLICIES_REFUSED: AtomicU64 = AtomicU64::new(0);
+
+/// Why each declined LevelDB was: a list pushed to without a lock, newest first.
+struct Declined {
+    reason: String,
+    next: *mut Declined,
+}
+static DECLINED: AtomicPtr<Declined> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Counts a LevelDB whose strings the drop-in writes, by their layout.
 pub(crate) fn count_served(cxx11_string: bool) {
@@ -24,21 +35,28 @@ pub(crate) fn count_served(cxx11_string: bool) {
     }
 }
 
-/// Counts a declined LevelDB, and says why, once, on standard error. (Never on Windows: a
-/// LevelDB the drop-in cannot serve there does not link with it.)
-#[cfg(unix)]
+/// Counts a declined LevelDB, and says why, once, on standard error.
 #[cold]
 pub(crate) fn count_declined(reason: &str) {
     warn(&format!("declined {reason}"));
-    DECLINED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(reason.to_owned());
+    let node = Box::into_raw(Box::new(Declined {
+        reason: reason.to_owned(),
+        next: std::ptr::null_mut(),
+    }));
+    let mut head = DECLINED.load(Relaxed);
+    loop {
+        // SAFETY: `node` is ours until published.
+        unsafe { (*node).next = head };
+        match DECLINED.compare_exchange_weak(head, node, Release, Relaxed) {
+            Ok(_) => return,
+            Err(now) => head = now,
+        }
+    }
 }
 
-/// Counts a filter a declined LevelDB's own policy wrote (policy.cc).
-pub(crate) extern "C" fn count_own_filter() {
-    FILTERS_BY_OWN_POLICY.fetch_add(1, Relaxed);
+/// Counts a filter stock LevelDB's code wrote for a declined LevelDB.
+pub(crate) fn count_filter_by_stock() {
+    FILTERS_BY_STOCK.fetch_add(1, Relaxed);
 }
 
 /// Counts a policy handed out.
@@ -46,27 +64,281 @@ pub(crate) fn count_policy() {
     POLICIES.fetch_add(1, Relaxed);
 }
 
+/// Counts a policy not made (NULL returned), saying why the first time.
+#[cold]
+pub(crate) fn count_refused(why: &str) {
+    if POLICIES_REFUSED.fetch_add(1, Relaxed) == 0 {
+        count_declined(why);
+    }
+}
+
 /// What was counted so far.
 pub(crate) struct Counts {
     pub(crate) policies: u64,
     pub(crate) served_cxx11_string: u64,
     pub(crate) served_old_string: u64,
-    /// Why each declined LevelDB was.
+    /// Why each declined LevelDB was, oldest first.
     pub(crate) declined: Vec<String>,
-    pub(crate) filters_by_own_policy: u64,
+    pub(crate) filters_by_stock: u64,
+    pub(crate) policies_refused: u64,
 }
 
 pub(crate) fn counts() -> Counts {
+    let mut declined = Vec::new();
+    let mut node = DECLINED.load(std::sync::atomic::Ordering::Acquire);
+    while !node.is_null() {
+        // SAFETY: published nodes are never freed or changed.
+        let n = unsafe { &*node };
+        declined.push(n.reason.clone());
+        node = n.next;
+    }
+    declined.reverse();
     Counts {
         policies: POLICIES.load(Relaxed),
         served_cxx11_string: SERVED_CXX11_STRING.load(Relaxed),
         served_old_string: SERVED_OLD_STRING.load(Relaxed),
-        declined: DECLINED.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-        filters_by_own_policy: FILTERS_BY_OWN_POLICY.load(Relaxed),
+        declined,
+        filters_by_stock: FILTERS_BY_STOCK.load(Relaxed),
+        policies_refused: POLICIES_REFUSED.load(Relaxed),
     }
 }
 
-/// One line on standard error; dropped if standard error cannot take it.
+/// What the drop-in took from the process when it was loaded.
+struct AtLoad {
+    /// `LEVELDB_BLOOM_STATS_FILE` as set (`%p` still in it), unless in secure-execution mode.
+    file: Option<OsString>,
+    /// When the drop-in was loaded, in nanoseconds of the real-time clock: written into the
+    /// file, so that a process started before another can tell that other's file from an
+    /// older one.
+    loaded_at: u128,
+    /// Standard error's device and inode at load; `None` if it was closed.
+    #[cfg(unix)]
+    stderr: Option<(u64, u64)>,
+}
+
+static AT_LOAD: OnceLock<AtLoad> = OnceLock::new();
+
+/// Takes the statistics file's name, the time and standard error's identity, and registers
+/// the file's writing at exit when a file is asked for. Once, while the drop-in is loaded.
+pub(crate) fn at_load() {
+    AT_LOAD.get_or_init(|| {
+        let loaded_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let at_load = AtLoad {
+            file: stats_file_setting(),
+            loaded_at,
+            #[cfg(unix)]
+            stderr: fd_identity(2),
+        };
+        if at_load.file.is_some() {
+            // SAFETY: `write_stats_file` is an `extern "C" fn()` that never unwinds.
+            unsafe { libc::atexit(write_stats_file) };
+        }
+        at_load
+    });
+}
+
+/// Whether a statistics file is asked for (the policies then count their work).
+pub(crate) fn file_wanted() -> bool {
+    AT_LOAD.get().is_some_and(|a| a.file.is_some())
+}
+
+/// `LEVELDB_BLOOM_STATS_FILE`, unless the process runs in secure-execution mode (set-user-ID,
+/// set-group-ID or with capabilities: the kernel's AT_SECURE), where the environment is its
+/// caller's and must not name files the program writes.
+fn stats_file_setting() -> Option<OsString> {
+    #[cfg(unix)]
+    {
+        // SAFETY: getauxval has no preconditions; an absent entry reads as 0.
+        if unsafe { libc::getauxval(libc::AT_SECURE) } != 0 {
+            return None;
+        }
+    }
+    std::env::var_os("LEVELDB_BLOOM_STATS_FILE").filter(|name| !name.is_empty())
+}
+
+/// The file's name with `%p` replaced by this process's ID (a forked child's own).
+fn stats_path(setting: &OsString) -> OsString {
+    let pid = std::process::id().to_string();
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        let bytes = setting.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len() + pid.len());
+        let mut rest = bytes;
+        while let Some(at) = rest.windows(2).position(|w| w == b"%p") {
+            out.extend_from_slice(&rest[..at]);
+            out.extend_from_slice(pid.as_bytes());
+            rest = &rest[at + 2..];
+        }
+        out.extend_from_slice(rest);
+        OsString::from_vec(out)
+    }
+    #[cfg(windows)]
+    match setting.to_str() {
+        Some(text) => text.replace("%p", &pid).into(),
+        None => setting.clone(),
+    }
+}
+
+/// The statistics file's text.
+fn stats_text(loaded_at: u128) -> String {
+    let stats = leveldb_bloom::global_stats();
+    let choice = crate::format::choice();
+    let bits = choice
+        .bits_per_key
+        .map_or_else(|| "program".to_owned(), |bits| bits.to_string());
+    let counts = counts();
+    let (policies, cxx11, old) = (
+        counts.policies,
+        counts.served_cxx11_string,
+        counts.served_old_string,
+    );
+    let declined = &counts.declined;
+    let served = match (policies > 0, declined.is_empty(), cxx11 + old > 0) {
+        (false, true, _) => "no",
+        (true, true, _) => "yes",
+        (_, false, true) => "partly",
+        (_, false, false) => "declined",
+    };
+    let mut text = format!(
+        "served={served}\nformat={}\nbits_per_key={bits}\ndropin_policies={policies}\n\
+         policies_refused={}\n\
+         leveldbs_cxx11_string={cxx11}\nleveldbs_old_string={old}\nleveldbs_declined={}\n\
+         filters_built={}\nfilters_built_by_stock={}\nkeys_added={}\nqueries={}\n\
+         no_match={}\npid={}\nloaded_at_ns={loaded_at}\n",
+        choice.format.name(),
+        counts.policies_refused,
+        declined.len(),
+        stats.filters_built,
+        counts.filters_by_stock,
+        stats.keys_added,
+        stats.queries,
+        stats.no_match,
+        std::process::id(),
+    );
+    for reason in declined {
+        text.push_str(&format!("declined={reason}\n"));
+    }
+    text
+}
+
+/// The `loaded_at_ns` a statistics file's text records, if any.
+fn recorded_load(text: &str) -> Option<u128> {
+    text.lines()
+        .find_map(|line| line.strip_prefix("loaded_at_ns="))
+        .and_then(|v| v.parse().ok())
+}
+
+/// Writes the statistics file at exit; failures are ignored (the process is exiting, and
+/// statistics must never break it). A symlink is not followed, and a FIFO no reader holds
+/// open is not waited for. A process in which the drop-in made no policy and declined no
+/// LevelDB (a shell or `timeout` that started the program, say) leaves alone a file written
+/// by a process that loaded the drop-in after it did: that is its child's word.
+extern "C" fn write_stats_file() {
+    let _ = std::panic::catch_unwind(|| {
+        let Some(at_load) = AT_LOAD.get() else {
+            return;
+        };
+        let Some(setting) = &at_load.file else {
+            return;
+        };
+        let path = stats_path(setting);
+        let counts = counts();
+        let idle = counts.policies == 0 && counts.declined.is_empty();
+        if idle
+            && let Some(theirs) = read_existing(&path).as_deref().and_then(recorded_load)
+            && theirs >= at_load.loaded_at
+        {
+            return;
+        }
+        let text = stats_text(at_load.loaded_at);
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options
+                .mode(0o644)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        }
+        if let Ok(mut file) = options.open(path) {
+            use std::io::Write;
+            let _ = file.write_all(text.as_bytes());
+        }
+    });
+}
+
+/// The text of an existing statistics file (a regular file, not followed through a link).
+fn read_existing(path: &OsString) -> Option<String> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let file = options.open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    use std::io::Read;
+    file.take(1 << 20).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// The device and inode of file descriptor `fd`, if it is open.
+#[cfg(unix)]
+fn fd_identity(fd: libc::c_int) -> Option<(u64, u64)> {
+    // SAFETY: all-zero bytes are a valid `stat`; fstat fills it for an open descriptor.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat with a descriptor number and a struct to fill.
+    let open = unsafe { libc::fstat(fd, &mut st) } == 0;
+    #[allow(clippy::unnecessary_cast)] // not u64 on every target
+    open.then_some((st.st_dev as u64, st.st_ino as u64))
+}
+
+/// One line on standard error, only while descriptor 2 is still the file it was when the
+/// drop-in was loaded (a daemon that closed it may have a table open under that number
+/// now); dropped if it cannot take it. One `write`, no lock.
 pub(crate) fn warn(line: &str) {
-    let _ = writeln!(std::io::stderr(), "leveldb-bloom: {line}");
+    let text = format!("leveldb-bloom: {line}\n");
+    #[cfg(unix)]
+    {
+        let Some(expected) = AT_LOAD.get().and_then(|a| a.stderr) else {
+            return;
+        };
+        if fd_identity(2) != Some(expected) {
+            return;
+        }
+        // SAFETY: writes the bytes of `text` to descriptor 2.
+        let _ = unsafe { libc::write(2, text.as_ptr().cast(), text.len()) };
+    }
+    #[cfg(windows)]
+    {
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(text.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_records_its_writer_s_load() {
+        let text = stats_text(1_234_567_890_123_456_789);
+        assert_eq!(recorded_load(&text), Some(1_234_567_890_123_456_789));
+        assert!(text.contains(&format!("pid={}\n", std::process::id())));
+        assert_eq!(recorded_load("served=yes\n"), None);
+    }
+
+    #[test]
+    fn percent_p_is_this_process_s_id() {
+        let path = stats_path(&OsString::from("/tmp/s-%p.txt%p"));
+        let pid = std::process::id();
+        assert_eq!(path, OsString::from(format!("/tmp/s-{pid}.txt{pid}")));
+    }
 }

@@ -2,25 +2,26 @@
 // (_GLIBCXX_USE_CXX11_ABI=1, the default since GCC 5, and =0, which programs built to run on
 // many distributions still use): the only code of the drop-in that touches a LevelDB's
 // string. owner.rs proves which one a LevelDB's strings need, and that the library code it
-// calls is the very code that LevelDB's strings use.
+// calls is the very code that LevelDB's strings use; lib.rs calls these two.
+#include <cstddef>
 #include <string>
 
-#include "string_ops.h"
-
-#ifndef LEVELDB_BLOOM_DROPIN_STRING_OPS
-#error "LEVELDB_BLOOM_DROPIN_STRING_OPS must name this layout's operations"
+#ifndef LEVELDB_BLOOM_DROPIN_LAYOUT
+#error "LEVELDB_BLOOM_DROPIN_LAYOUT must name this layout (cxx11 or old)"
 #endif
+#define LEVELDB_BLOOM_CONCAT2(a, b) a##b
+#define LEVELDB_BLOOM_CONCAT(a, b) LEVELDB_BLOOM_CONCAT2(a, b)
+#define LEVELDB_BLOOM_SIZE LEVELDB_BLOOM_CONCAT(leveldb_bloom_dropin_string_size_, LEVELDB_BLOOM_DROPIN_LAYOUT)
+#define LEVELDB_BLOOM_RESIZE LEVELDB_BLOOM_CONCAT(leveldb_bloom_dropin_string_resize_, LEVELDB_BLOOM_DROPIN_LAYOUT)
 
-namespace {
+// The string's size.
+extern "C" size_t LEVELDB_BLOOM_SIZE(const void* s) {
+  return static_cast<const std::string*>(s)->size();
+}
 
-size_t Size(const void* s) { return static_cast<const std::string*>(s)->size(); }
-
-char* Resize(void* s, size_t n) {
+// Resizes the string to `n` characters (throws as std::string's resize does) and returns them.
+extern "C" char* LEVELDB_BLOOM_RESIZE(void* s, size_t n) {
   auto* str = static_cast<std::string*>(s);
   str->resize(n);
   return &(*str)[0];
 }
-
-}  // namespace
-
-extern "C" const leveldb_bloom_dropin_string_ops LEVELDB_BLOOM_DROPIN_STRING_OPS = {Size, Resize};

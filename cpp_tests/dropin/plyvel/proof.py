@@ -89,7 +89,7 @@ def main(dropin, work):
             "its LevelDB served with old strings": counts.get("leveldbs_old_string") == 1
             and counts.get("leveldbs_cxx11_string") == 0,
             "no LevelDB declined": counts.get("leveldbs_declined") == 0
-            and counts.get("filters_built_by_own_policy") == 0,
+            and counts.get("filters_built_by_stock") == 0,
             "filters built": counts.get("filters_built", 0) > 0,
             "keys_added >= puts": counts.get("keys_added", 0) >= int(expected["puts"]),
             "queries >= present lookups": counts.get("queries", 0)
