@@ -266,6 +266,17 @@ const BINDING_RELOCATIONS: [u32; 3] = [22, 10, 11];
 )))]
 const BINDING_RELOCATIONS: [u32; 0] = [];
 
+/// A relocation's `r_info`: its symbol's index and its type (`ELF64_R_SYM`/`ELF64_R_TYPE`,
+/// `ELF32_R_SYM`/`ELF32_R_TYPE`).
+#[cfg(target_pointer_width = "64")]
+fn relocation_info(info: usize) -> (usize, u32) {
+    (info >> 32, (info & 0xffff_ffff) as u32)
+}
+#[cfg(target_pointer_width = "32")]
+fn relocation_info(info: usize) -> (usize, u32) {
+    (info >> 8, (info & 0xff) as u32)
+}
+
 impl LoadedObject {
     fn from_map(map: &LinkMap, start: usize, end: usize) -> Option<Self> {
         let name = if map.l_name.is_null() {
@@ -458,11 +469,7 @@ impl LoadedObject {
                     self.read(at + i * entry + word)
                         .ok_or("its relocations are not mapped")?,
                 );
-                let (symbol, kind) = if word == 8 {
-                    (info >> 32, (info & 0xffff_ffff) as u32)
-                } else {
-                    (info >> 8, (info & 0xff) as u32)
-                };
+                let (symbol, kind) = relocation_info(info);
                 if symbol == 0 || !BINDING_RELOCATIONS.contains(&kind) {
                     continue;
                 }

@@ -32,91 +32,20 @@ mod image;
 mod linked_windows;
 #[cfg(unix)]
 mod owner;
+mod policy;
 mod stats;
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Once, OnceLock};
 
+use leveldb_bloom::AnyPolicy;
 #[cfg(windows)]
 use linked_windows as owner;
-use owner::{NewPolicyFn, StringAbi, Writer};
+use owner::NewPolicyFn;
 
 // The C API (the capi crate); naming it keeps its exported symbols in this library.
 pub use leveldb_bloom_capi as ffi;
-
-/// `leveldb::Slice` (include/leveldb/slice.h): its two members, in order (policy.cc checks
-/// that it is `leveldb_bloom_slice`).
-type Slice = ffi::leveldb_bloom_slice;
-
-unsafe extern "C-unwind" {
-    // policy.cc: a new policy object (a `const leveldb::FilterPolicy*`) that owns `policy`,
-    // answers with `filters` (the policy's own C API policy), and calls `create_filter` and
-    // `free` with `policy`; throws std::bad_alloc if memory runs out (without freeing).
-    fn leveldb_bloom_dropin_object_new(
-        policy: *mut c_void,
-        filters: *const c_void,
-        create_filter: CreateFilterFn,
-        free: FreeFn,
-    ) -> *const c_void;
-    // policy.cc: asks `stock`, a stock LevelDB `FilterPolicy*`, to append its filter of
-    // `keys` to `dst`; deletes one. (LevelDB's vtable is C++'s to call.)
-    fn leveldb_bloom_dropin_stock_create_filter(
-        stock: *const c_void,
-        keys: *const Slice,
-        n: c_int,
-        dst: *mut c_void,
-    );
-    fn leveldb_bloom_dropin_stock_delete(stock: *const c_void);
-    // policy.cc: makes a stock policy with `new` and `bits`, has it append its filter of
-    // `keys` to `dst`, and deletes it.
-    fn leveldb_bloom_dropin_stock_create_filter_with(
-        new: NewPolicyFn,
-        bits: c_int,
-        keys: *const Slice,
-        n: c_int,
-        dst: *mut c_void,
-    );
-    // string_ops.cc, one per layout: the string's size, and its resize (throws as
-    // std::string's does), returning its characters.
-    fn leveldb_bloom_dropin_string_size_cxx11(s: *const c_void) -> usize;
-    fn leveldb_bloom_dropin_string_resize_cxx11(s: *mut c_void, n: usize) -> *mut u8;
-    fn leveldb_bloom_dropin_string_size_old(s: *const c_void) -> usize;
-    fn leveldb_bloom_dropin_string_resize_old(s: *mut c_void, n: usize) -> *mut u8;
-}
-
-/// The policy object's `CreateFilter` (policy.cc): the policy, the calling code's address,
-/// LevelDB's keys and their count, LevelDB's string.
-type CreateFilterFn =
-    unsafe extern "C-unwind" fn(*const Policy, *const c_void, *const Slice, c_int, *mut c_void);
-/// The policy object's destructor's part (policy.cc).
-type FreeFn = unsafe extern "C" fn(*mut Policy);
-
-/// What one of the drop-in's policy objects (policy.cc) holds on the Rust side.
-pub struct Policy {
-    /// The C API's policy, which builds and answers.
-    filters: *mut ffi::leveldb_bloom_policy,
-    /// A stock LevelDB policy (a `leveldb::FilterPolicy*` of the definition the drop-in
-    /// displaced, or of the asking code's own), which writes the filters of a LevelDB the
-    /// drop-in cannot prove and that has no policy of its own; NULL if none exists.
-    stock: *const c_void,
-    /// Where no stock policy exists: the layout proven for the code that asked for the
-    /// policy, the one LevelDB that can be calling.
-    asker: Option<StringAbi>,
-    /// The bits per key stock policies are made with.
-    stock_bits: c_int,
-}
-
-impl Drop for Policy {
-    fn drop(&mut self) {
-        // SAFETY: made by the C API, released once.
-        unsafe { ffi::leveldb_bloom_policy_destroy(self.filters) };
-        if !self.stock.is_null() {
-            // SAFETY: made by a stock `NewBloomFilterPolicy`, deleted once.
-            unsafe { leveldb_bloom_dropin_stock_delete(self.stock) };
-        }
-    }
-}
 
 /// The definition of `leveldb::NewBloomFilterPolicy` that the drop-in displaced: the next
 /// one after it in lookup order (taken at load).
@@ -256,198 +185,36 @@ fn new_policy_object(bits_per_key: c_int, caller: *const c_void) -> *const c_voi
             }
         },
     };
-    let (filters, stock_bits) = create_policy(bits_per_key);
-    let filters = if stats::file_wanted() {
-        // SAFETY: `filters` is NULL or a live policy, destroyed once here after the copy.
-        unsafe {
-            let counted = ffi::leveldb_bloom_policy_counted(filters);
-            ffi::leveldb_bloom_policy_destroy(filters);
-            counted
-        }
-    } else {
-        filters
-    };
-    let mut policy = Box::new(Policy {
-        filters,
-        stock: std::ptr::null(),
-        asker,
-        stock_bits,
-    });
-    if let Some(new) = stock_new {
-        // SAFETY: a definition of `leveldb::NewBloomFilterPolicy(int)`; its `std::bad_alloc`
-        // passes through, `policy` released on the way.
-        policy.stock = unsafe { new(stock_bits) };
-    }
-    if policy.filters.is_null() {
-        // Out of memory: as LevelDB's own `new` would.
-        // SAFETY: `leveldb_bloom_dropin_object_new` throws std::bad_alloc for a NULL policy.
-        return unsafe {
-            leveldb_bloom_dropin_object_new(
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                create_filter,
-                free_policy,
-            )
-        };
-    }
-    let filters = policy.filters;
-    stats::count_policy();
-    let raw = Box::into_raw(policy);
-    struct FreeOnUnwind(*mut Policy);
-    impl Drop for FreeOnUnwind {
-        fn drop(&mut self) {
-            // SAFETY: the policy made above, not yet owned by an object.
-            drop(unsafe { Box::from_raw(self.0) });
-        }
-    }
-    let guard = FreeOnUnwind(raw);
-    // SAFETY: `raw` and `filters` live; the object takes them (or throws, and `guard` frees).
-    let object = unsafe {
-        leveldb_bloom_dropin_object_new(raw.cast(), filters.cast(), create_filter, free_policy)
-    };
-    std::mem::forget(guard);
-    object
+    let (format, stock_bits) = create_policy(bits_per_key);
+    policy::new_object(format, stock_bits, stock_new, asker)
 }
 
-/// The policy object's destructor's part: releases the policy.
-///
-/// # Safety
-/// `policy` came from `new_policy_object` and is not used again.
-unsafe extern "C" fn free_policy(policy: *mut Policy) {
-    if !policy.is_null() {
-        // SAFETY: the caller passes ownership.
-        drop(unsafe { Box::from_raw(policy) });
-    }
-}
-
-/// `CreateFilter` for code at `caller`: appends the filter of `keys` to `dst`, that code's
-/// `std::string`, written by the drop-in where it has proven the string's layout and
-/// library (`owner.rs`), otherwise by stock LevelDB's code. A `std::bad_alloc` from growing
-/// the string passes through, as from LevelDB's own policy.
-///
-/// # Safety
-/// `policy` is live; `keys` points to `n` slices of readable bytes (or `n` is 0); `dst` is
-/// the calling LevelDB's `std::string`.
-unsafe extern "C-unwind" fn create_filter(
-    policy: *const Policy,
-    caller: *const c_void,
-    keys: *const Slice,
-    n: c_int,
-    dst: *mut c_void,
-) {
-    // SAFETY: the caller guarantees a live policy.
-    let policy = unsafe { &*policy };
-    let abi = match owner::writer_for(caller) {
-        Writer::Dropin(abi) => abi,
-        Writer::Stock(own) => match (own, policy.stock.is_null(), policy.asker) {
-            (Some(new), _, _) => {
-                // SAFETY: the calling object's own `NewBloomFilterPolicy`, whose policy writes
-                // and is deleted; `keys`, `n` and `dst` as this function's caller guarantees.
-                unsafe {
-                    leveldb_bloom_dropin_stock_create_filter_with(
-                        new,
-                        policy.stock_bits,
-                        keys,
-                        n,
-                        dst,
-                    )
-                };
-                stats::count_filter_by_stock();
-                return;
-            }
-            (None, false, _) => {
-                // SAFETY: the policy's stock object, live while the policy is.
-                unsafe { leveldb_bloom_dropin_stock_create_filter(policy.stock, keys, n, dst) };
-                stats::count_filter_by_stock();
-                return;
-            }
-            (None, true, Some(abi)) => abi,
-            // A policy is made only with a stock object or a proven asker.
-            (None, true, None) => StringAbi::Cxx11,
-        },
-    };
-    // SAFETY: as this function's caller guarantees, with `abi` proven for `dst`.
-    unsafe { append_filter(policy, abi, keys, n, dst) }
-}
-
-/// Appends the filter straight into the string (no buffer of our own, no copy), grown by its
-/// own layout's code; the filter every reader answers "may match" if it cannot be built.
-///
-/// # Safety
-/// As `leveldb_bloom_dropin_create_filter`'s, with `dst` a string of layout `abi`.
-unsafe fn append_filter(
-    policy: &Policy,
-    abi: StringAbi,
-    keys: *const Slice,
-    n: c_int,
-    dst: *mut c_void,
-) {
-    let (size, resize): (
-        unsafe extern "C-unwind" fn(*const c_void) -> usize,
-        unsafe extern "C-unwind" fn(*mut c_void, usize) -> *mut u8,
-    ) = match abi {
-        StringAbi::Cxx11 => (
-            leveldb_bloom_dropin_string_size_cxx11,
-            leveldb_bloom_dropin_string_resize_cxx11,
-        ),
-        StringAbi::Old => (
-            leveldb_bloom_dropin_string_size_old,
-            leveldb_bloom_dropin_string_resize_old,
-        ),
-    };
-    let num_keys = usize::try_from(n).unwrap_or(0);
-    // SAFETY: `dst` is a live string of this layout.
-    let start = unsafe { size(dst) };
-    // SAFETY: a live policy.
-    let len = unsafe { ffi::leveldb_bloom_filter_len(policy.filters, num_keys) };
-    if len != 0 {
-        // SAFETY: grows the string by `len` bytes and returns its characters, of which
-        // `start..start + len` are then written.
-        unsafe {
-            let at = resize(dst, start + len).add(start);
-            let mut written = 0;
-            let status = ffi::leveldb_bloom_create_filter_slices(
-                policy.filters,
-                keys,
-                num_keys,
-                at,
-                len,
-                &mut written,
-            );
-            if status == ffi::leveldb_bloom_status::LEVELDB_BLOOM_OK as c_int && written == len {
-                return;
-            }
-        }
-    }
-    // What every LevelDB reader answers "may match": 0 probes.
-    // SAFETY: grows the string by 2 bytes and writes them.
-    unsafe {
-        let at = resize(dst, start + 2).add(start);
-        at.write(0);
-        at.add(1).write(0);
-    }
-}
-
-/// The C policy for a program that asked for `bits_per_key`, in the format the environment
-/// chose (`format.rs`), and the bits per key of the Bloom filters a declined LevelDB's own
-/// policy writes in its place; Bloom filters when the bits per key are outside what compact
-/// filters take. A negative `bits_per_key` (undefined behaviour in LevelDB) is taken as 0:
-/// LevelDB's C wrapper cannot handle a NULL policy, and 0 still builds valid filters every
-/// reader understands. The policy is NULL only when memory runs out.
-fn create_policy(bits_per_key: c_int) -> (*mut ffi::leveldb_bloom_policy, c_int) {
+/// The policy for a program that asked for `bits_per_key`, in the format the environment
+/// chose (`format.rs`), and the bits per key of the Bloom filters stock policies write in the
+/// drop-in's place; Bloom filters when the bits per key are outside what compact filters
+/// take. A negative `bits_per_key` (undefined behaviour in LevelDB) is taken as 0: LevelDB's
+/// C wrapper cannot handle a NULL policy, and 0 still builds valid filters every reader
+/// understands.
+fn create_policy(bits_per_key: c_int) -> (AnyPolicy, c_int) {
     let program_bits = bits_per_key.max(0);
     let choice = format::choice();
     if choice.format == leveldb_bloom::Format::Compact {
         let bits = choice.bits_per_key.unwrap_or(f64::from(program_bits));
-        if leveldb_bloom::CompactPolicy::new(bits).is_ok() {
-            return (ffi::leveldb_bloom_policy_create_compact(bits), program_bits);
+        if let Ok(compact) = leveldb_bloom::CompactPolicy::new(bits) {
+            return (AnyPolicy::Compact(compact), program_bits);
         }
         warn_once_compact_refused(bits);
     }
     let bits = choice
         .bits_per_key
         .map_or(program_bits, |bits| bits as c_int);
-    (ffi::leveldb_bloom_policy_create(bits), bits)
+    // Never taken: `bits` is not negative.
+    const TEN: leveldb_bloom::BloomPolicy = match leveldb_bloom::BloomPolicy::new(10) {
+        Ok(policy) => policy,
+        Err(_) => panic!("10 bits per key is valid"),
+    };
+    let bloom = leveldb_bloom::BloomPolicy::new(bits).unwrap_or(TEN);
+    (AnyPolicy::Bloom(bloom), bits)
 }
 
 /// One line, the first time a program's own bits per key are outside what compact filters

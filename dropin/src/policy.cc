@@ -48,9 +48,11 @@ static_assert(sizeof(Slice) == sizeof(leveldb_bloom_slice) &&
                   offsetof(Slice, size) == offsetof(leveldb_bloom_slice, len),
               "leveldb::Slice must be (data, size) to be read as leveldb_bloom_slice");
 
-// lib.rs's side of a policy (opaque here), and the functions through which the object calls
-// it (lib.rs hands them over with each policy, so that the library exports none of them).
+// policy.rs's side of a policy (opaque here), and the functions through which the object
+// calls it (handed over with each policy, so that the library exports none of them).
 struct LeveldbBloomDropinPolicy;
+using QueryFn = bool (*)(const LeveldbBloomDropinPolicy* policy, const char* key, size_t key_len,
+                         const char* filter, size_t filter_len);
 using CreateFilterFn = void (*)(const LeveldbBloomDropinPolicy* policy, const void* caller,
                                 const Slice* keys, int n, void* dst);
 using FreeFn = void (*)(LeveldbBloomDropinPolicy* policy);
@@ -64,16 +66,20 @@ namespace {
 
 class DropInBloomPolicy final {
  public:
-  DropInBloomPolicy(LeveldbBloomDropinPolicy* policy, const leveldb_bloom_policy* filters,
+  DropInBloomPolicy(LeveldbBloomDropinPolicy* policy, const char* name, QueryFn query,
                     CreateFilterFn create_filter, FreeFn free)
-      : policy_(policy), filters_(filters), create_filter_(create_filter), free_(free) {}
+      : policy_(policy),
+        name_(name),
+        query_(query),
+        create_filter_(create_filter),
+        free_(free) {}
   DropInBloomPolicy(const DropInBloomPolicy&) = delete;
   DropInBloomPolicy& operator=(const DropInBloomPolicy&) = delete;
 
   // leveldb::FilterPolicy's virtual functions, in its order.
   virtual ~DropInBloomPolicy() { free_(policy_); }
 
-  virtual const char* Name() const { return leveldb_bloom_policy_name(filters_); }
+  virtual const char* Name() const { return name_; }
 
   // `dst` is the calling LevelDB's std::string. Not inlined: the return address must be
   // LevelDB's.
@@ -82,15 +88,16 @@ class DropInBloomPolicy final {
     create_filter_(policy_, LEVELDB_BLOOM_CALLER, keys, n, dst);
   }
 
+  // A jump to the query chosen for the policy (policy.rs), LevelDB's pointers and lengths
+  // passed on as they are.
   virtual bool KeyMayMatch(const Slice& key, const Slice& filter) const {
-    return leveldb_bloom_key_may_match(filters_, key.data, key.size,
-                                       reinterpret_cast<const uint8_t*>(filter.data),
-                                       filter.size);
+    return query_(policy_, key.data, key.size, filter.data, filter.size);
   }
 
  private:
   LeveldbBloomDropinPolicy* const policy_;
-  const leveldb_bloom_policy* const filters_;
+  const char* const name_;
+  const QueryFn query_;
   const CreateFilterFn create_filter_;
   const FreeFn free_;
 };
@@ -98,14 +105,13 @@ class DropInBloomPolicy final {
 }  // namespace
 
 // A new policy object, as LevelDB's `const leveldb::FilterPolicy*`, released by LevelDB with
-// `delete` (lib.rs). A NULL `policy` (memory ran out) or a failed `new` throws
-// std::bad_alloc, as LevelDB's own `new` would; the caller then still owns `policy`.
+// `delete` (policy.rs). A failed `new` throws std::bad_alloc, as LevelDB's own would; the
+// caller then still owns `policy`.
 extern "C" const void* leveldb_bloom_dropin_object_new(LeveldbBloomDropinPolicy* policy,
-                                                       const leveldb_bloom_policy* filters,
+                                                       const char* name, QueryFn query,
                                                        CreateFilterFn create_filter,
                                                        FreeFn free) {
-  if (policy == nullptr) throw std::bad_alloc();
-  return new DropInBloomPolicy(policy, filters, create_filter, free);
+  return new DropInBloomPolicy(policy, name, query, create_filter, free);
 }
 
 // A stock policy's filter, written with that LevelDB's own string code (lib.rs).
