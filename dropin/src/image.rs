@@ -149,22 +149,26 @@ pub(crate) struct LoadedObject {
 }
 
 /// What tells one loaded object from another that the loader may later put in its place:
-/// its link map, load address, dynamic section and name. An object unloaded and another
-/// loaded at the same address has another dynamic section or name (or, if every one of
-/// these is the same, the same file at the same place, for which a decision holds alike).
+/// its link map, load address, dynamic section and name, and a fingerprint of its contents
+/// (its program headers and dynamic section's entries: segment sizes, string and symbol
+/// table sizes and places, relocation counts). A plugin unloaded and another build loaded
+/// from the same file name may get the same address, the same link map and a dynamic section
+/// at the same offset; two builds with the same program headers and dynamic entries are, for
+/// what a decision reads, the same object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Identity {
     link_map: usize,
     base: usize,
     dynamic: usize,
     name_hash: u64,
+    contents: u64,
 }
 
 impl Identity {
-    /// The identity of the object holding `address`, without reading its headers or symbols
-    /// and without allocating: what a decision already made is looked up by.
+    /// The identity of the object holding `address`, without reading its symbols and without
+    /// allocating: what a decision already made is looked up by.
     pub(crate) fn of(loader: &Loader, address: *const c_void) -> Option<Identity> {
-        let (link_map, _) = loader.find(address)?;
+        let (link_map, map_range) = loader.find(address)?;
         // SAFETY: as in `Loader::holding`.
         let map = unsafe { &*link_map };
         let name = if map.l_name.is_null() {
@@ -178,8 +182,56 @@ impl Identity {
             base: map.l_addr,
             dynamic: map.l_ld as usize,
             name_hash: name_hash(name),
+            contents: contents_hash(map, map_range)?,
         })
     }
+}
+
+/// A hash of an object's program headers and dynamic section entries (see [`Identity`]).
+#[allow(clippy::unnecessary_cast)] // ELF's fields are 32 bits wide on 32-bit targets
+fn contents_hash(map: &LinkMap, range: (usize, usize)) -> Option<u64> {
+    let headers = program_headers(range)?;
+    let readable = |address: usize, len: usize| {
+        headers.iter().any(|h| {
+            let from = map.l_addr.wrapping_add(h.p_vaddr as usize);
+            h.p_type == libc::PT_LOAD
+                && h.p_flags & libc::PF_R != 0
+                && from <= address
+                && address
+                    .checked_add(len)
+                    .is_some_and(|end| end <= from.wrapping_add(h.p_memsz as usize))
+        })
+    };
+    let mix = |h: u64, word: u64| {
+        (h ^ word)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29)
+    };
+    let mut h = 0u64;
+    for header in headers {
+        h = [
+            header.p_type as u64,
+            header.p_offset as u64,
+            header.p_vaddr as u64,
+            header.p_filesz as u64,
+            header.p_memsz as u64,
+        ]
+        .into_iter()
+        .fold(h, mix);
+    }
+    for i in 0..MAX_DYNAMIC_ENTRIES {
+        let at = (map.l_ld as usize).checked_add(i * size_of::<ElfDyn>())?;
+        if !readable(at, size_of::<ElfDyn>()) {
+            return None;
+        }
+        // SAFETY: inside a readable segment of the loaded object (checked above).
+        let entry: ElfDyn = unsafe { std::ptr::read_unaligned(at as *const ElfDyn) };
+        h = mix(mix(h, entry.tag as u64), entry.value as u64);
+        if entry.tag == DT_NULL {
+            return Some(h);
+        }
+    }
+    None
 }
 
 /// FNV-1a: a name's fingerprint for [`Identity`] (no collision resistance needed: the
@@ -277,6 +329,33 @@ fn relocation_info(info: usize) -> (usize, u32) {
     (info >> 8, (info & 0xff) as u32)
 }
 
+/// The program headers of the object whose mapping spans `map`: the table that follows the ELF
+/// header at the start of the mapping, on the same page (which the header's own read proves
+/// readable).
+fn program_headers(map: (usize, usize)) -> Option<&'static [ElfPhdr]> {
+    let (start, end) = map;
+    if start == 0 || end <= start || end - start < size_of::<ElfEhdr>() {
+        return None;
+    }
+    // SAFETY: the first bytes of the object's mapping: its first loadable segment, which
+    // holds the ELF header, mapped readable as every ELF loader maps it.
+    let header: ElfEhdr = unsafe { std::ptr::read_unaligned(start as *const ElfEhdr) };
+    if header.e_ident[..4] != *b"\x7fELF" || usize::from(header.e_phentsize) != size_of::<ElfPhdr>()
+    {
+        return None;
+    }
+    let table = start.checked_add(header.e_phoff as usize)?;
+    let table_end = table.checked_add(usize::from(header.e_phnum) * size_of::<ElfPhdr>())?;
+    if table_end > (start | 0xfff) + 1 || table_end > end || table % align_of::<ElfPhdr>() != 0 {
+        return None;
+    }
+    // SAFETY: aligned, inside the header's page (checked above), and mapped for as long as
+    // the object is loaded, which its callers' code being on the stack ensures.
+    Some(unsafe {
+        std::slice::from_raw_parts(table as *const ElfPhdr, usize::from(header.e_phnum))
+    })
+}
+
 impl LoadedObject {
     fn from_map(map: &LinkMap, start: usize, end: usize) -> Option<Self> {
         let name = if map.l_name.is_null() {
@@ -296,35 +375,10 @@ impl LoadedObject {
         Some(object)
     }
 
-    /// The readable loadable segments, from the program headers that follow the ELF header
-    /// at the start of the object's mapping (on the same page, which the header's own read
-    /// proves readable).
+    /// The readable loadable segments, from the program headers.
     fn read_segments(&self) -> Option<Vec<(usize, usize)>> {
-        let start = self.map.0;
-        if start == 0 || self.map.1 <= start || self.map.1 - start < size_of::<ElfEhdr>() {
-            return None;
-        }
-        // SAFETY: the first bytes of the object's mapping: its first loadable segment,
-        // which holds the ELF header, mapped readable as every ELF loader maps it.
-        let header: ElfEhdr = unsafe { std::ptr::read_unaligned(start as *const ElfEhdr) };
-        if header.e_ident[..4] != *b"\x7fELF"
-            || usize::from(header.e_phentsize) != size_of::<ElfPhdr>()
-        {
-            return None;
-        }
-        let table = start.checked_add(header.e_phoff as usize)?;
-        let table_end = table.checked_add(usize::from(header.e_phnum) * size_of::<ElfPhdr>())?;
-        if table_end > (start | 0xfff) + 1 || table_end > self.map.1 {
-            return None;
-        }
-        let headers: Vec<ElfPhdr> = (0..usize::from(header.e_phnum))
-            // SAFETY: inside the header's page, checked above.
-            .map(|i| unsafe {
-                std::ptr::read_unaligned((table + i * size_of::<ElfPhdr>()) as *const ElfPhdr)
-            })
-            .collect();
         Some(
-            headers
+            program_headers(self.map)?
                 .iter()
                 .filter(|h| h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_R != 0)
                 .map(|h| {

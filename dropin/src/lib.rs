@@ -65,20 +65,25 @@ extern "C" fn at_load() {
             {
                 let loader = image::Loader::at_load();
                 owner::bind_own_strings_at_load(loader);
-                DISPLACED.get_or_init(|| {
-                    // SAFETY: RTLD_NEXT and a C string; the result is NULL or a definition of
-                    // `leveldb::NewBloomFilterPolicy(int)`: an int in, a pointer out.
-                    unsafe {
-                        let f = libc::dlsym(
-                            libc::RTLD_NEXT,
-                            c"_ZN7leveldb20NewBloomFilterPolicyEi".as_ptr(),
-                        );
-                        (!f.is_null()).then(|| std::mem::transmute::<*mut c_void, NewPolicyFn>(f))
-                    }
-                });
+                DISPLACED.get_or_init(displaced);
             }
         });
     });
+}
+
+/// The definition of `NewBloomFilterPolicy` the drop-in displaced: the next one after it in
+/// lookup order, or, where the drop-in was loaded after it (by `dlopen`), the first one.
+#[cfg(unix)]
+fn displaced() -> Option<NewPolicyFn> {
+    let own = new_bloom_filter_policy as *const () as usize;
+    [libc::RTLD_NEXT, libc::RTLD_DEFAULT]
+        .into_iter()
+        // SAFETY: a pseudo-handle and a C string; the result is NULL or a definition of
+        // `leveldb::NewBloomFilterPolicy(int)`.
+        .map(|scope| unsafe { libc::dlsym(scope, c"_ZN7leveldb20NewBloomFilterPolicyEi".as_ptr()) })
+        .find(|&f| !f.is_null() && f as usize != own)
+        // SAFETY: such a definition: an int in, a pointer out.
+        .map(|f| unsafe { std::mem::transmute::<*mut c_void, NewPolicyFn>(f) })
 }
 
 #[used]

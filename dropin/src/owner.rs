@@ -234,6 +234,18 @@ fn same_string_code(
         .home
         .as_ref()
         .ok_or("the drop-in's own string code is not in one object")?;
+    let imports: Vec<&[u8]> = symbols
+        .iter()
+        .filter(|s| s.imported && string_member(s.name) == Some(Named::Libstdcxx(abi)))
+        .map(|s| s.name)
+        .collect();
+    if imports.is_empty() {
+        return Err(
+            "it imports no std::string code: its own copy of libstdc++ (linked in \
+                    statically, say) makes its strings"
+                .to_owned(),
+        );
+    }
     let bindings = object
         .bindings(symbols)
         .map_err(|e| format!("its bindings cannot be read: {e}"))?;
@@ -254,10 +266,17 @@ fn same_string_code(
         }
         bound += 1;
     }
-    if bound == 0 {
+    // None bound yet (lazy binding, before its first string call). The program's imports
+    // bind through the process's global scope, where the drop-in's own bound at load, and
+    // nothing can come before it there since: the same definitions.
+    let program_binds_as_dropin = object.is_program()
+        && imports
+            .iter()
+            .any(|name| own.addresses.iter().any(|(own_name, _)| own_name == name));
+    if bound == 0 && !program_binds_as_dropin {
         return Err(
-            "it has no std::string code bound from the process's libstdc++: its own \
-                    copy (linked in statically, say) makes its strings"
+            "none of its std::string imports is bound yet (lazy binding), so which \
+                    libstdc++ they will bind to cannot be read"
                 .to_owned(),
         );
     }

@@ -20,6 +20,9 @@
 //   small-stack  the first policy and filter made on a thread with a 64 KiB stack, and a
 //                policy made in a signal handler on a 64 KiB alternate stack
 //   quick        one policy, one filter, exit
+//   db-dlopen    the db mode with the policy from NewBloomFilterPolicy as dlsym finds it in
+//                PLUGIN, loaded with dlopen after the program started (the drop-in itself,
+//                or LevelDB's library for the stock run)
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -320,6 +323,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: hostile MODE WORK_DIR [PLUGIN]\n");
     return 2;
   }
+  // db-dlopen: the policy made first, before the program's first std::string call (a
+  // program whose string imports the loader has not bound yet).
+  const leveldb::FilterPolicy* dlopened_policy = nullptr;
+  if (std::strcmp(argv[1], "db-dlopen") == 0 && argc > 3) {
+    void* handle = dlopen(argv[3], RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) die(dlerror());
+    using Make = const leveldb::FilterPolicy* (*)(int);
+    auto make = reinterpret_cast<Make>(dlsym(handle, "_ZN7leveldb20NewBloomFilterPolicyEi"));
+    if (make == nullptr) die("no NewBloomFilterPolicy in PLUGIN");
+    dlopened_policy = make(10);
+  }
   const std::string mode = argv[1], dir = argv[2];
   const char* plugin = argc > 3 ? argv[3] : nullptr;
   mkdir(dir.c_str(), 0755);
@@ -348,6 +362,10 @@ int main(int argc, char** argv) {
     ClosedFds(dir);
   } else if (mode == "small-stack") {
     SmallStack();
+  } else if (mode == "db-dlopen" && plugin != nullptr) {
+    if (dlopened_policy == nullptr) die("NewBloomFilterPolicy returned NULL");
+    Database(dir + "/db", dlopened_policy, 5000, false);
+    delete dlopened_policy;
   } else if (mode == "quick") {
     Direct(10, "quick");
   } else {

@@ -86,6 +86,22 @@ check small_stack hostile small-stack served
 check tsan_db hostile_tsan db served
 check tsan_setenv hostile_tsan setenv served
 
+# The drop-in loaded by the program itself with dlopen (after LevelDB's library): served,
+# its tables those of LevelDB's own policy, found the same way.
+leveldb_so=$(ldd "$bin/hostile" | sed -n 's/.*libleveldb[^ ]* => \([^ ]*\) .*/\1/p')
+mkdir -p "$work/dlopen_dropin"
+"$bin/hostile" db-dlopen "$work/dlopen_dropin/stock" "$leveldb_so" >"$work/dlopen_dropin/stock.out" ||
+  fail "db-dlopen of LevelDB's library failed"
+runs=$((runs + 1))
+LEVELDB_BLOOM_STATS_FILE=$work/dlopen_dropin/stats "$bin/hostile" db-dlopen \
+  "$work/dlopen_dropin/dropin" "$dropin" >"$work/dlopen_dropin/dropin.out" 2>"$work/dlopen_dropin/err" ||
+  fail "db-dlopen of the drop-in: $(cat "$work/dlopen_dropin/dropin.out" "$work/dlopen_dropin/err")"
+cmp -s "$work/dlopen_dropin/stock.out" "$work/dlopen_dropin/dropin.out" ||
+  fail "db-dlopen of the drop-in printed other than stock: $(diff "$work/dlopen_dropin/stock.out" "$work/dlopen_dropin/dropin.out")"
+grep -qx served=yes "$work/dlopen_dropin/stats" ||
+  fail "db-dlopen of the drop-in: not served: $(cat "$work/dlopen_dropin/stats")"
+echo "the drop-in loaded with dlopen: as stock, served"
+
 # The compiled-in program's stock run is its stock build (no drop-in linked).
 "$bin/hostile_compiled_in" db "$work/compiled_in_stock" >"$work/compiled_in_stock.out" ||
   fail "the compiled-in stock build failed"
