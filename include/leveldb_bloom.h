@@ -49,14 +49,16 @@
  *
  * The drop-in library, libleveldb_bloom_dropin, carries this API and also exports
  * leveldb::NewBloomFilterPolicy, so that unmodified LevelDB programs use this library (any
- * LevelDB from 1.20 to 1.23, built with either libstdc++ std::string layout: the policy
- * object is made for the layout the calling object's symbols name; where they name none,
- * the program's own NewBloomFilterPolicy serves, said once on stderr);
+ * LevelDB from 1.20 to 1.23, built with either libstdc++ std::string layout). Its policy
+ * object writes a LevelDB's filter string only where it has proven, from the calling
+ * object as loaded in memory, the string's layout and copy of libstdc++; elsewhere stock
+ * LevelDB's own Bloom policy writes those filters, said once on stderr
+ * (docs/drop-in.md); it never stops the program, and after it is loaded takes no lock and
+ * asks nothing of the dynamic loader. It also exports
  * leveldb_bloom_dropin_filter_policy_create, which makes that C++ policy object for a bits
- * per key and its caller's layout; leveldb_bloom_dropin_filter_policy_for, the same for the
- * LevelDB whose code holds a given address (the other two's body); and
+ * per key (for a program that also uses stock LevelDB's policy), and
  * leveldb_bloom_dropin_policies_created, how many it has made. Its environment, read
- * once per process (an invalid value gets one line on stderr and the default):
+ * once, when it is loaded (an invalid value gets one line on stderr and the default):
  * - LEVELDB_BLOOM_FORMAT: bloom (the default, LevelDB's own bytes) or compact;
  * - LEVELDB_BLOOM_BITS_PER_KEY: replaces the program's bits per key;
  * - LEVELDB_BLOOM_STATS_FILE: count, and write the statistics to that file at exit, also

@@ -148,98 +148,98 @@ pub(crate) struct LoadedObject {
     dynamic: usize,
 }
 
-/// What tells one loaded object from another that the loader may later put in its place:
-/// its link map, load address, dynamic section and name, and a fingerprint of its contents
-/// (its program headers and dynamic section's entries: segment sizes, string and symbol
-/// table sizes and places, relocation counts). A plugin unloaded and another build loaded
-/// from the same file name may get the same address, the same link map and a dynamic section
-/// at the same offset; two builds with the same program headers and dynamic entries are, for
-/// what a decision reads, the same object.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Identity {
+/// Where an address's object is, as the loader maps it now: its link map, load address,
+/// dynamic section and mapping. Read without a lock or an allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Probe {
     link_map: usize,
     base: usize,
     dynamic: usize,
-    name_hash: u64,
-    contents: u64,
+    map: (usize, usize),
+}
+
+impl Probe {
+    /// The object holding `address`, if the C library can tell.
+    pub(crate) fn of(loader: &Loader, address: *const c_void) -> Option<Probe> {
+        let (link_map, map) = loader.find(address)?;
+        // SAFETY: as in `Loader::holding`.
+        let lm = unsafe { &*link_map };
+        Some(Probe {
+            link_map: link_map as usize,
+            base: lm.l_addr,
+            dynamic: lm.l_ld as usize,
+            map,
+        })
+    }
+}
+
+/// What tells one loaded object from another that the loader may later put in its place: a
+/// [`Probe`], and a copy of its program headers and dynamic section entries (segment sizes,
+/// string and symbol table sizes and places, relocation counts). A plugin unloaded and
+/// another build loaded from the same file name may get the same address, the same link map
+/// and a dynamic section at the same offset; two builds whose program headers and dynamic
+/// entries are equal as well are, for what a decision reads, the same object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Identity {
+    probe: Probe,
+    /// The program headers' bytes, then the dynamic section's.
+    contents: Box<[u8]>,
 }
 
 impl Identity {
-    /// The identity of the object holding `address`, without reading its symbols and without
-    /// allocating: what a decision already made is looked up by.
+    /// The identity of the object holding `address`.
     pub(crate) fn of(loader: &Loader, address: *const c_void) -> Option<Identity> {
-        let (link_map, map_range) = loader.find(address)?;
-        // SAFETY: as in `Loader::holding`.
-        let map = unsafe { &*link_map };
-        let name = if map.l_name.is_null() {
-            &[][..]
-        } else {
-            // SAFETY: the loader's C string for a loaded object.
-            unsafe { CStr::from_ptr(map.l_name) }.to_bytes()
-        };
+        let probe = Probe::of(loader, address)?;
+        let (headers, dynamic) = probe_contents(&probe)?;
         Some(Identity {
-            link_map: link_map as usize,
-            base: map.l_addr,
-            dynamic: map.l_ld as usize,
-            name_hash: name_hash(name),
-            contents: contents_hash(map, map_range)?,
+            probe,
+            contents: [headers, dynamic].concat().into_boxed_slice(),
         })
+    }
+
+    /// Whether `probe` is this object: the same place, and the same contents as now read.
+    pub(crate) fn is(&self, probe: &Probe) -> bool {
+        self.probe == *probe
+            && probe_contents(probe).is_some_and(|(headers, dynamic)| {
+                let (ours_headers, ours_dynamic) = self
+                    .contents
+                    .split_at(headers.len().min(self.contents.len()));
+                ours_headers == headers && ours_dynamic == dynamic
+            })
     }
 }
 
-/// A hash of an object's program headers and dynamic section entries (see [`Identity`]).
-#[allow(clippy::unnecessary_cast)] // ELF's fields are 32 bits wide on 32-bit targets
-fn contents_hash(map: &LinkMap, range: (usize, usize)) -> Option<u64> {
-    let headers = program_headers(range)?;
-    let readable = |address: usize, len: usize| {
-        headers.iter().any(|h| {
-            let from = map.l_addr.wrapping_add(h.p_vaddr as usize);
-            h.p_type == libc::PT_LOAD
-                && h.p_flags & libc::PF_R != 0
-                && from <= address
-                && address
-                    .checked_add(len)
-                    .is_some_and(|end| end <= from.wrapping_add(h.p_memsz as usize))
-        })
-    };
-    let mix = |h: u64, word: u64| {
-        (h ^ word)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            .rotate_left(29)
-    };
-    let mut h = 0u64;
-    for header in headers {
-        h = [
-            header.p_type as u64,
-            header.p_offset as u64,
-            header.p_vaddr as u64,
-            header.p_filesz as u64,
-            header.p_memsz as u64,
-        ]
-        .into_iter()
-        .fold(h, mix);
+/// The program headers and the dynamic section (as `PT_DYNAMIC` sizes it) of the object at
+/// `probe`, as bytes of its memory; `None` if they cannot be read.
+fn probe_contents(probe: &Probe) -> Option<(&'static [u8], &'static [u8])> {
+    let headers = program_headers(probe.map)?;
+    let dynamic_size = headers
+        .iter()
+        .find(|h| h.p_type == libc::PT_DYNAMIC)
+        .map(|h| h.p_memsz as usize)?
+        .min(MAX_DYNAMIC_ENTRIES * size_of::<ElfDyn>());
+    let dynamic_end = probe.dynamic.checked_add(dynamic_size)?;
+    let readable = headers.iter().any(|h| {
+        let from = probe.base.wrapping_add(h.p_vaddr as usize);
+        h.p_type == libc::PT_LOAD
+            && h.p_flags & libc::PF_R != 0
+            && from <= probe.dynamic
+            && dynamic_end <= from.wrapping_add(h.p_memsz as usize)
+    });
+    if !readable {
+        return None;
     }
-    for i in 0..MAX_DYNAMIC_ENTRIES {
-        let at = (map.l_ld as usize).checked_add(i * size_of::<ElfDyn>())?;
-        if !readable(at, size_of::<ElfDyn>()) {
-            return None;
-        }
-        // SAFETY: inside a readable segment of the loaded object (checked above).
-        let entry: ElfDyn = unsafe { std::ptr::read_unaligned(at as *const ElfDyn) };
-        h = mix(mix(h, entry.tag as u64), entry.value as u64);
-        if entry.tag == DT_NULL {
-            return Some(h);
-        }
+    // SAFETY: the headers' bytes (plain data, mapped while the object is loaded); the dynamic
+    // section lies in a readable loadable segment of the object (checked above).
+    unsafe {
+        Some((
+            std::slice::from_raw_parts(
+                headers.as_ptr().cast::<u8>(),
+                std::mem::size_of_val(headers),
+            ),
+            std::slice::from_raw_parts(probe.dynamic as *const u8, dynamic_size),
+        ))
     }
-    None
-}
-
-/// FNV-1a: a name's fingerprint for [`Identity`] (no collision resistance needed: the
-/// link map, address and dynamic section must match too).
-fn name_hash(name: &[u8]) -> u64 {
-    name.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// A symbol of an object's dynamic symbol table.

@@ -37,7 +37,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
-use crate::image::{Identity, LoadedObject, Loader, Symbol};
+use crate::image::{Identity, LoadedObject, Loader, Probe, Symbol};
 
 /// The two layouts of libstdc++'s `std::string` the drop-in writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -345,24 +345,27 @@ pub(crate) fn writer_for(caller: *const c_void) -> Writer {
     let Some(loader) = Loader::get() else {
         return unknown_caller("the drop-in was not initialized");
     };
-    let Some(identity) = Identity::of(loader, caller) else {
+    let Some(probe) = Probe::of(loader, caller) else {
         return unknown_caller(
             "the C library cannot tell without a lock which object called (no _dl_find_object)",
         );
     };
-    if let Some(writer) = find(&identity) {
+    if let Some(writer) = find(&probe) {
         return writer;
     }
-    let decision = std::panic::catch_unwind(|| decide(loader, caller, identity.clone()))
-        .unwrap_or_else(|_| Decision {
-            identity: identity.clone(),
-            writer: Writer::Stock(None),
-        });
-    publish(decision)
+    let decision = std::panic::catch_unwind(|| {
+        let identity = Identity::of(loader, caller)?;
+        Some(decide(loader, caller, identity))
+    });
+    match decision {
+        Ok(Some(decision)) => publish(decision),
+        Ok(None) => unknown_caller("its object's headers cannot be read"),
+        Err(_) => Writer::Stock(None),
+    }
 }
 
-/// The decision kept for `identity`, if any.
-fn find(identity: &Identity) -> Option<Writer> {
+/// The decision kept for the object at `probe`, if any.
+fn find(probe: &Probe) -> Option<Writer> {
     for slot in &DECISIONS {
         let decision = slot.load(Ordering::Acquire);
         if decision.is_null() {
@@ -370,7 +373,7 @@ fn find(identity: &Identity) -> Option<Writer> {
         }
         // SAFETY: published decisions are never freed or changed.
         let decision = unsafe { &*decision };
-        if decision.identity == *identity {
+        if decision.identity.is(probe) {
             return Some(decision.writer);
         }
     }

@@ -259,15 +259,17 @@ unsafe fn append_filter(
         && len != 0
         && let Some(end) = start.checked_add(len)
     {
-        // SAFETY: grows the string to `end` bytes and returns its characters, of which
-        // `start..end` are then written; the keys as the caller guarantees.
-        let built = unsafe {
-            let filter = slice::from_raw_parts_mut(resize(dst, end).add(start), len);
-            policy
-                .format
-                .create_filter_into(key_slices(keys, num_keys), filter)
-        };
-        if built == Ok(len) {
+        // SAFETY: grows the string to `end` bytes (a C++ exception passes through) and
+        // returns its characters, of which `start..end` are then written.
+        let filter = unsafe { slice::from_raw_parts_mut(resize(dst, end).add(start), len) };
+        // A panic here (a bug) writes the filter every reader answers "may match", below.
+        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: the keys as the caller guarantees.
+            let keys = unsafe { key_slices(keys, num_keys) };
+            policy.format.create_filter_into(keys, filter)
+        }));
+        let built = built.ok().and_then(Result::ok);
+        if built == Some(len) {
             if let Some(stats) = &policy.stats {
                 stats.record_filter(num_keys);
             }
