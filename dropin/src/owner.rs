@@ -330,6 +330,8 @@ pub(crate) enum Writer {
 struct Decision {
     identity: Identity,
     writer: Writer,
+    /// Why the drop-in declined, said and counted once the decision is kept.
+    declined: Option<String>,
 }
 
 /// The decisions made so far, one per loaded object that called (a process has a few),
@@ -398,6 +400,9 @@ fn publish(decision: Decision) -> Writer {
                 if let Writer::Dropin(abi) = decision.writer {
                     crate::stats::count_served(abi == StringAbi::Cxx11);
                 }
+                if let Some(why) = &decision.declined {
+                    crate::stats::count_declined(why);
+                }
                 return writer;
             }
             Err(other) => {
@@ -423,19 +428,21 @@ fn publish(decision: Decision) -> Writer {
 /// The decision for the object holding `caller`, saying why where it declines.
 fn decide(loader: &Loader, caller: *const c_void, identity: Identity) -> Decision {
     let Some(object) = loader.holding(caller) else {
-        crate::stats::count_declined(
-            "the LevelDB at an address no loaded object maps; \
-             stock LevelDB's policy writes its filters",
-        );
         return Decision {
             identity,
             writer: Writer::Stock(None),
+            declined: Some(
+                "the LevelDB at an address no loaded object maps; stock LevelDB's policy \
+                 writes its filters"
+                    .to_owned(),
+            ),
         };
     };
     match provable_string_abi(loader, &object) {
         Ok(abi) => Decision {
             identity,
             writer: Writer::Dropin(abi),
+            declined: None,
         },
         Err(why) => {
             let own = own_policy_of(loader, &object);
@@ -444,13 +451,13 @@ fn decide(loader: &Loader, caller: *const c_void, identity: Identity) -> Decisio
             } else {
                 "the Bloom policy the drop-in displaced writes its filters"
             };
-            crate::stats::count_declined(&format!(
-                "the LevelDB in {} ({why}); {outcome}",
-                object.describe()
-            ));
             Decision {
                 identity,
                 writer: Writer::Stock(own),
+                declined: Some(format!(
+                    "the LevelDB in {} ({why}); {outcome}",
+                    object.describe()
+                )),
             }
         }
     }
