@@ -59,7 +59,8 @@ extern "C" fn at_load() {
     AT_LOAD.call_once(|| {
         let _ = std::panic::catch_unwind(|| {
             stats::at_load();
-            format::choice();
+            let choice = format::choice();
+            stats::describe_format(choice.format.name(), choice.bits_per_key);
             leveldb_bloom::instructions();
             #[cfg(unix)]
             {

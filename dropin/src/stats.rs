@@ -139,6 +139,21 @@ pub(crate) fn at_load() {
     });
 }
 
+/// The format the policies build and the bits per key the environment set (`format.rs`),
+/// as the statistics file names them.
+static FORMAT: OnceLock<(&'static str, String)> = OnceLock::new();
+
+/// Records the format and bits per key for the statistics file (at load, once the
+/// environment is read).
+pub(crate) fn describe_format(format: &'static str, bits_per_key: Option<f64>) {
+    FORMAT.get_or_init(|| {
+        (
+            format,
+            bits_per_key.map_or_else(|| "program".to_owned(), |bits| bits.to_string()),
+        )
+    });
+}
+
 /// Whether a statistics file is asked for (the policies then count their work).
 pub(crate) fn file_wanted() -> bool {
     AT_LOAD.get().is_some_and(|a| a.file.is_some())
@@ -185,10 +200,9 @@ fn stats_path(setting: &OsString) -> OsString {
 /// The statistics file's text.
 fn stats_text(loaded_at: u128) -> String {
     let stats = leveldb_bloom::global_stats();
-    let choice = crate::format::choice();
-    let bits = choice
-        .bits_per_key
-        .map_or_else(|| "program".to_owned(), |bits| bits.to_string());
+    let (format, bits) = FORMAT.get().map_or(("bloom", "program"), |(format, bits)| {
+        (*format, bits.as_str())
+    });
     let counts = counts();
     let (policies, cxx11, old) = (
         counts.policies,
@@ -208,7 +222,7 @@ fn stats_text(loaded_at: u128) -> String {
          leveldbs_cxx11_string={cxx11}\nleveldbs_old_string={old}\nleveldbs_declined={}\n\
          filters_built={}\nfilters_built_by_stock={}\nkeys_added={}\nqueries={}\n\
          no_match={}\npid={}\nloaded_at_ns={loaded_at}\n",
-        choice.format.name(),
+        format,
         counts.policies_refused,
         declined.len(),
         stats.filters_built,
