@@ -174,7 +174,7 @@ extern "C-unwind" fn make_policy(bits_per_key: c_int, caller: *const c_void) -> 
 fn new_policy_object(bits_per_key: c_int, caller: *const c_void) -> *const c_void {
     at_load();
     let displaced = DISPLACED.get().copied().flatten();
-    let (stock_new, asker) = match displaced {
+    let (stock_new, proven) = match displaced {
         Some(stock) => (Some(stock), None),
         None => match std::panic::catch_unwind(|| owner::asker_stock_or_proof(caller)) {
             Ok(Ok(found)) => found,
@@ -192,7 +192,7 @@ fn new_policy_object(bits_per_key: c_int, caller: *const c_void) -> *const c_voi
         },
     };
     let (format, stock_bits) = create_policy(bits_per_key);
-    policy::new_object(format, stock_bits, stock_new, asker)
+    policy::new_object(format, stock_bits, stock_new, proven)
 }
 
 /// The policy for a program that asked for `bits_per_key`, in the format the environment

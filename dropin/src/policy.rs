@@ -86,49 +86,64 @@ pub(crate) struct Policy {
     format: AnyPolicy,
     /// Its counters, when a statistics file is asked for.
     stats: Option<Stats>,
-    /// A stock LevelDB policy (a `leveldb::FilterPolicy*` of the definition the drop-in
-    /// displaced, or of the asking code's own), which writes the filters of a LevelDB the
-    /// drop-in cannot prove and that has no policy of its own; NULL if none exists.
-    stock: *const c_void,
-    /// Where no stock policy exists: the layout proven for the code that asked for the
-    /// policy, the one LevelDB that can be calling.
-    asker: Option<StringAbi>,
+    /// Who writes the filters of a LevelDB the drop-in cannot prove and that has no policy of
+    /// its own.
+    fallback: Fallback,
     /// The bits per key stock policies are made with.
     stock_bits: c_int,
 }
 
+/// Who writes a filter when neither the drop-in nor the calling LevelDB's own policy may.
+enum Fallback {
+    /// A stock LevelDB policy (a `leveldb::FilterPolicy*` of the definition the drop-in
+    /// displaced, or of the asking code's own), owned.
+    Stock(*const c_void),
+    /// No stock policy exists: the layout proven for the code that asked for the policy, the
+    /// one LevelDB that can be calling.
+    Proven(StringAbi),
+}
+
 impl Drop for Policy {
     fn drop(&mut self) {
-        if !self.stock.is_null() {
+        if let Fallback::Stock(stock) = self.fallback {
             // SAFETY: made by a stock `NewBloomFilterPolicy`, deleted once.
-            unsafe { leveldb_bloom_dropin_stock_delete(self.stock) };
+            unsafe { leveldb_bloom_dropin_stock_delete(stock) };
         }
     }
 }
 
-/// A new policy object for `format` (`stock_bits` for stock policies), with the stock policy
-/// `stock_new` makes, or, without one, the layout proven for the asking code. A `std::bad_alloc`
-/// from C++ passes through.
+/// A new policy object for `format` (`stock_bits` for stock policies) whose fallback is the
+/// stock policy `stock_new` makes or, without one, the layout proven for the asking code;
+/// NULL where neither is had (no filter policy, said and counted). A `std::bad_alloc` from
+/// C++ passes through.
 pub(crate) fn new_object(
     format: AnyPolicy,
     stock_bits: c_int,
     stock_new: Option<NewPolicyFn>,
-    asker: Option<StringAbi>,
+    proven: Option<StringAbi>,
 ) -> *const c_void {
+    // SAFETY: a definition of `leveldb::NewBloomFilterPolicy(int)`; its `std::bad_alloc`
+    // passes through.
+    let stock = stock_new.map_or(std::ptr::null(), |new| unsafe { new(stock_bits) });
+    let fallback = match (stock.is_null(), proven) {
+        (false, _) => Fallback::Stock(stock),
+        (true, Some(abi)) => Fallback::Proven(abi),
+        (true, None) => {
+            stats::count_refused(
+                "the policy of the NewBloomFilterPolicy the drop-in displaced is NULL and the \
+                 asking code is not proven; no filter policy",
+            );
+            return std::ptr::null();
+        }
+    };
     let stats = stats::file_wanted().then(Stats::new);
     let query = query_for(&format, stats.is_some());
-    let mut policy = Box::new(Policy {
+    let policy = Box::new(Policy {
         format,
         stats,
-        stock: std::ptr::null(),
-        asker,
+        fallback,
         stock_bits,
     });
-    if let Some(new) = stock_new {
-        // SAFETY: a definition of `leveldb::NewBloomFilterPolicy(int)`; its `std::bad_alloc`
-        // passes through, `policy` dropped on the way.
-        policy.stock = unsafe { new(stock_bits) };
-    }
     stats::count_policy();
     let raw = Box::into_raw(policy);
     /// Frees the policy if the object's `new` throws.
@@ -193,15 +208,15 @@ unsafe extern "C-unwind" fn create_filter(
             stats::count_filter_by_stock();
             return;
         }
-        Writer::Stock(None) if !policy.stock.is_null() => {
-            // SAFETY: the policy's stock object, live while the policy is.
-            unsafe { leveldb_bloom_dropin_stock_create_filter(policy.stock, keys, n, dst) };
-            stats::count_filter_by_stock();
-            return;
-        }
-        // No stock policy exists in the process (lib.rs made this policy only for an asking
-        // code it proved).
-        Writer::Stock(None) => policy.asker.unwrap_or(StringAbi::Cxx11),
+        Writer::Stock(None) => match policy.fallback {
+            Fallback::Stock(stock) => {
+                // SAFETY: the policy's stock object, live while the policy is.
+                unsafe { leveldb_bloom_dropin_stock_create_filter(stock, keys, n, dst) };
+                stats::count_filter_by_stock();
+                return;
+            }
+            Fallback::Proven(abi) => abi,
+        },
     };
     // SAFETY: as this function's caller guarantees, with `abi` proven for `dst`.
     unsafe { append_filter(policy, abi, keys, n, dst) }
