@@ -1,12 +1,17 @@
-//! LevelDB's lock on a database (`LOCK`, an fcntl write lock held by the process that has
-//! the database open: `util/env_posix.cc`, `LockOrUnlock`), taken before the command reads
-//! anything, so that it never reads a database another process is changing.
+//! Every lock a writer of a LevelDB database takes on its `LOCK` file, taken before the
+//! command reads anything, so that it never reads a database another process is changing.
+//! Writers lock the file in two ways that Linux keeps apart (neither conflicts with the
+//! other): LevelDB's C++ with an fcntl write lock (`util/env_posix.cc`, `LockOrUnlock`),
+//! goleveldb (go-ethereum, most Go programs) with `flock(2)` (`leveldb/storage/
+//! file_storage_unix.go`, `setFileLock`). The command takes both, and either one held
+//! elsewhere means the database is in use.
 //!
-//! `verify` and `inspect` take a read lock (it conflicts with LevelDB's write lock, needs
-//! no write access, and keeps LevelDB from opening the database meanwhile); `upgrade` takes
-//! the write lock. fcntl locks belong to the process: LevelDB, opened by this process while
-//! the lock is held, takes it too, and releases it for the whole process when it closes the
-//! database ([`DatabaseLock::retake`] takes it back).
+//! `verify` and `inspect` take shared locks (they conflict with a writer's exclusive lock,
+//! need no write access, and keep a writer from opening the database meanwhile); `upgrade`
+//! takes exclusive ones. fcntl locks belong to the process: LevelDB, opened by this process
+//! while the lock is held, takes it too, and releases it for the whole process when it
+//! closes the database ([`DatabaseLock::retake`] takes it back). The flock belongs to the
+//! command's own open file and stays held throughout.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -61,8 +66,24 @@ impl DatabaseLock {
 
     fn take(file: Option<File>, write: bool) -> Result<DatabaseLock, LockError> {
         let lock = DatabaseLock { file, write };
+        if let Some(file) = &lock.file {
+            let how = if write { libc::LOCK_EX } else { libc::LOCK_SH };
+            // SAFETY: `file` is open for the whole call.
+            if unsafe { libc::flock(file.as_raw_fd(), how | libc::LOCK_NB) } != 0 {
+                return Err(Self::refused());
+            }
+        }
         lock.retake()?;
         Ok(lock)
+    }
+
+    /// What a lock call's failure means: another holder, or an I/O error.
+    fn refused() -> LockError {
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EAGAIN | libc::EACCES) => LockError::InUse,
+            _ => LockError::Io(e),
+        }
     }
 
     /// Takes the lock again (after LevelDB, opened by this process, closed the database and
@@ -83,11 +104,7 @@ impl DatabaseLock {
         if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &request) } == 0 {
             return Ok(());
         }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EAGAIN | libc::EACCES) => Err(LockError::InUse),
-            _ => Err(LockError::Io(e)),
-        }
+        Err(Self::refused())
     }
 }
 
@@ -118,6 +135,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Whether another open file could take an exclusive flock on `dir/LOCK` now (flocks
+    /// belong to open files, so this process answers for any other).
+    fn another_file_could_flock(dir: &Path) -> bool {
+        let file = File::open(dir.join("LOCK")).unwrap();
+        // SAFETY: `file` is open for the whole call.
+        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+    }
+
+    #[test]
+    fn a_writer_holding_either_lock_makes_the_database_in_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = DatabaseLock::write(dir.path()).unwrap();
+        assert!(!another_file_could_flock(dir.path()));
+        drop(write);
+        // A goleveldb writer: flock only.
+        let writer = File::open(dir.path().join("LOCK")).unwrap();
+        // SAFETY: `writer` is open for the whole call.
+        assert_eq!(unsafe { libc::flock(writer.as_raw_fd(), libc::LOCK_EX) }, 0);
+        assert!(matches!(
+            DatabaseLock::read(dir.path()),
+            Err(LockError::InUse)
+        ));
+        assert!(matches!(
+            DatabaseLock::write(dir.path()),
+            Err(LockError::InUse)
+        ));
+        drop(writer);
+        assert!(DatabaseLock::write(dir.path()).is_ok());
     }
 
     #[test]

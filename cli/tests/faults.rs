@@ -1,5 +1,6 @@
 //! The command against the faults operators meet: a disk that fills during an upgrade, a
-//! kill at any moment of one, a read-only directory, a database another process holds,
+//! kill at any moment of one, a read-only directory, a database another process holds (a
+//! LevelDB or a goleveldb writer),
 //! tables swapped, truncated or removed behind the MANIFEST's back, a CURRENT or MANIFEST
 //! that LevelDB refuses or accepts, symlinks, FIFOs and devices where tables should be,
 //! tables crafted to ask for unbounded work, and a standard error that cannot be written.
@@ -10,9 +11,10 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use common::*;
@@ -228,6 +230,71 @@ fn a_database_another_process_holds_is_refused_and_left_alone() {
     drop(held);
     assert_eq!(inspect_json(&dir)["total"], before["total"]);
     assert_reads(&dir, &expected, n);
+}
+
+/// The goleveldb writer (`goleveldb_writer/main.go`), built with Debian's goleveldb package
+/// (golang-github-syndtr-goleveldb-dev) in GOPATH mode.
+fn goleveldb_writer() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let binary = tmp.join("goleveldb-writer");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/goleveldb_writer/main.go");
+    let built = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&binary)
+        .arg(&source)
+        .env("GO111MODULE", "off")
+        .env("GOPATH", "/usr/share/gocode")
+        .env("GOCACHE", tmp.join("go-cache"))
+        .env("GOFLAGS", "")
+        .output()
+        .expect("run go (Debian: golang-go)");
+    assert!(
+        built.status.success(),
+        "building the goleveldb writer (Debian: golang-go, golang-github-syndtr-goleveldb-dev): {}",
+        text(&built)
+    );
+    binary
+}
+
+#[test]
+fn a_live_goleveldb_writer_makes_the_database_in_use_and_loses_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut writer = Command::new(goleveldb_writer())
+        .arg(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(writer.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "writing");
+    let d = dir.to_str().unwrap();
+    for args in [
+        &["verify", d][..],
+        &["inspect", d],
+        &["inspect", "--json", d],
+        &["upgrade", d, "--format", "compact"],
+        &["upgrade", d, "--format", "bloom"],
+    ] {
+        let out = run_bounded(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(stderr(&out).contains("in use"), "{args:?}: {}", text(&out));
+        assert_eq!(stdout(&out), "", "{args:?}: nothing read, nothing said");
+    }
+    drop(writer.stdin.take());
+    let last = lines.next().unwrap().unwrap();
+    assert!(writer.wait().unwrap().success());
+    let acknowledged: u64 = last.strip_prefix("acknowledged ").unwrap().parse().unwrap();
+    // Every acknowledged record, read by stock LevelDB.
+    let db = Db::open(&dir, Some(BLOOM), true, false).unwrap();
+    let read = (0..acknowledged)
+        .filter(|i| db.get(format!("key{i:08}").as_bytes()).unwrap() == Some(vec![0; 100]))
+        .count() as u64;
+    assert_eq!(read, acknowledged);
+    drop(db);
+    // Closed, the database is the command's to upgrade.
+    let out = run_bounded(&["upgrade", d, "--format", "compact"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
 /// A database of several tables, and a second one of the same shape (the same table sizes)
