@@ -65,8 +65,8 @@ struct Target {
     not_live: Vec<PathBuf>,
     /// The write-ahead logs recovery replays (a database's).
     logs: Vec<PathBuf>,
-    /// The MANIFEST's last sequence number (a database's).
-    last_sequence: u64,
+    /// The current version (a database's), its tables taken into `tables`.
+    version: Option<manifest::Version>,
     /// `None`: as each table's keys show ([`report::keys_of`]).
     keys: Option<Keys>,
 }
@@ -126,7 +126,7 @@ fn target(path: &Path, database: bool, keys: Option<Keys>) -> Result<Target, Fai
             tables: vec![(path.to_path_buf(), None)],
             not_live: Vec::new(),
             logs: Vec::new(),
-            last_sequence: 0,
+            version: None,
             keys,
         });
     }
@@ -147,12 +147,12 @@ fn target(path: &Path, database: bool, keys: Option<Keys>) -> Result<Target, Fai
     Ok(Target {
         tables: version
             .live
-            .into_iter()
-            .map(|t| (t.path.clone(), Some(t)))
+            .iter()
+            .map(|t| (t.path.clone(), Some(t.clone())))
             .collect(),
-        not_live: version.not_live,
-        logs: version.logs,
-        last_sequence: version.last_sequence,
+        not_live: version.not_live.clone(),
+        logs: version.logs.clone(),
+        version: Some(version),
         keys: Some(Keys::Internal),
     })
 }
@@ -168,6 +168,8 @@ struct Analysis {
     orphans: Vec<Orphan>,
     /// The MANIFEST's last sequence number.
     last_sequence: u64,
+    /// What LevelDB's recovery or next writes turn into loss ([`manifest::Version::hazards`]).
+    hazards: Vec<String>,
 }
 
 /// A table file outside the current version: how many of its records the version (its
@@ -310,6 +312,13 @@ fn analyze_all(path: &Path, database: bool, keys: Option<Keys>) -> Result<Analys
     bar.finish_and_clear();
     let logs: Vec<LogReport> = target.logs.iter().map(|log| wal::read_log(log)).collect();
     let held = report::merged_ranges(logs.iter().flat_map(|log| log.sequences.clone()).collect());
+    let last_sequence = target.version.as_ref().map_or(0, |v| v.last_sequence);
+    let highest_logged = held.iter().map(|&(_, end)| end.saturating_sub(1)).max();
+    let hazards = target
+        .version
+        .as_ref()
+        .map(|v| v.hazards(highest_logged.unwrap_or(0)))
+        .unwrap_or_default();
     let orphans = target
         .not_live
         .iter()
@@ -320,12 +329,8 @@ fn analyze_all(path: &Path, database: bool, keys: Option<Keys>) -> Result<Analys
             lacking: files::open_regular(file)
                 .map_err(|e| e.to_string())
                 .and_then(|(opened, len)| {
-                    report::records_beyond(
-                        &OpenTable::new(opened, len),
-                        target.last_sequence,
-                        &held,
-                    )
-                    .map_err(|e| e.to_string())
+                    report::records_beyond(&OpenTable::new(opened, len), last_sequence, &held)
+                        .map_err(|e| e.to_string())
                 }),
         })
         .collect();
@@ -334,7 +339,8 @@ fn analyze_all(path: &Path, database: bool, keys: Option<Keys>) -> Result<Analys
         not_live: target.not_live,
         logs,
         orphans,
-        last_sequence: target.last_sequence,
+        last_sequence,
+        hazards,
     })
 }
 
@@ -455,10 +461,14 @@ pub fn inspect(path: &Path, json: bool, keys: Option<Keys>) -> Result<u8, Failur
         for (log, damage) in analysis.damaged_logs() {
             let _ = writeln!(text, "{}", log_damage(log, damage));
         }
+        for hazard in &analysis.hazards {
+            let _ = writeln!(text, "{hazard}");
+        }
         emit(&text)?;
     }
-    let damaged =
-        tables.iter().any(|t| !t.problems.is_empty()) || analysis.damaged_logs().next().is_some();
+    let damaged = tables.iter().any(|t| !t.problems.is_empty())
+        || analysis.damaged_logs().next().is_some()
+        || !analysis.hazards.is_empty();
     Ok(if damaged { PROBLEM } else { OK })
 }
 
@@ -471,6 +481,10 @@ pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
     let analysis = analyze_all(path, database, keys)?;
     let tables = &analysis.tables;
     let mut problems = 0;
+    for hazard in &analysis.hazards {
+        emit(&(hazard.clone() + "\n"))?;
+        problems += 1;
+    }
     for (log, damage) in analysis.damaged_logs() {
         emit(&(log_damage(log, damage) + "\n"))?;
         problems += 1;
@@ -511,6 +525,13 @@ pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
                     "write-ahead log",
                     "write-ahead logs"
                 )
+            );
+        }
+        if !analysis.hazards.is_empty() {
+            let _ = write!(
+                line,
+                "; {} LevelDB turns into loss",
+                counted(analysis.hazards.len() as u64, "state", "states")
             );
         }
         let lost = analysis.lost_at_open().count();
@@ -577,6 +598,13 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
     // once, before any table is read.
     let held = lock(path, true)?;
     let analysis = analyze_all(path, true, None)?;
+    if !analysis.hazards.is_empty() {
+        return Err(Failure::damaged(format!(
+            "{}: damaged: {}; not rewritten",
+            shown(path),
+            analysis.hazards.join("; ")
+        )));
+    }
     let before = analysis.tables.as_slice();
     let damaged: Vec<&str> = before
         .iter()

@@ -31,6 +31,119 @@ pub struct Version {
     /// The last sequence number the MANIFEST records: every record of the live tables is at
     /// or below it; newer ones are in the logs.
     pub last_sequence: u64,
+    /// The next file number the MANIFEST records.
+    pub next_file: u64,
+    /// The number in the name of the MANIFEST `CURRENT` names (if it is LevelDB's form).
+    pub manifest_number: Option<u64>,
+}
+
+/// LevelDB's largest sequence number (`db/dbformat.h`, `kMaxSequenceNumber`): a record's
+/// sequence number shares 64 bits with its 8-bit type.
+pub const MAX_SEQUENCE: u64 = (1 << 56) - 1;
+
+/// The sequence numbers a database must have left below [`MAX_SEQUENCE`]. LevelDB does not
+/// check a write against the maximum (`DBImpl::Write` adds each batch's count to the last
+/// sequence number): past it, new records carry sequence numbers that run into their type
+/// byte, and compactions drop records. No database reaches 2^56 - 2^32 by writing (at a
+/// million writes a second, that takes two thousand years), so a last sequence number this
+/// close to the maximum is damage, and leaves any writer (and `upgrade`'s three writes)
+/// room enough.
+pub const SEQUENCE_ROOM: u64 = 1 << 32;
+
+impl Version {
+    /// What LevelDB's recovery or its next writes turn into loss in this version, each with
+    /// its fix; `highest_logged` is the highest sequence number the live logs hold.
+    ///
+    /// - A live table numbered at or above the next file number: recovery numbers its new
+    ///   MANIFEST `next_file` and its new tables from `next_file + 1` on
+    ///   (`VersionSet::Recover`, which sets them after marking the logs' numbers used), and
+    ///   creating a table under a live table's number truncates the live one.
+    /// - The MANIFEST `CURRENT` names numbered at or above it: recovery writes its new
+    ///   MANIFEST over the one it reads. (A live log numbered at or above it is what a crash
+    ///   leaves between creating a log and recording it, and recovery marks each log's
+    ///   number used before it creates one: `DBImpl::Recover`.)
+    /// - Fewer than [`SEQUENCE_ROOM`] sequence numbers left.
+    pub fn hazards(&self, highest_logged: u64) -> Vec<String> {
+        let mut hazards = Vec::new();
+        let manifest = files::shown(
+            self.manifest
+                .file_name()
+                .map_or(self.manifest.as_ref(), Path::new),
+        );
+        let repair = "LevelDB's RepairDB, run on a copy of the directory (leveldb::RepairDB, \
+                      leveldb_repair_db in C), rewrites the MANIFEST from the tables and logs";
+        if let Some(table) = self
+            .live
+            .iter()
+            .map(|t| t.file.number)
+            .filter(|&n| n >= self.next_file)
+            .max()
+        {
+            hazards.push(format!(
+                "{manifest}: its next file number {} is at or below live table {table:06}'s \
+                 number: opening the database, LevelDB creates a new table under a live \
+                 table's number and truncates the live one. {repair}, with a next file number \
+                 above every file",
+                self.next_file
+            ));
+        }
+        if let Some(number) = self.manifest_number.filter(|&n| n >= self.next_file) {
+            hazards.push(format!(
+                "{manifest}: its next file number {} is at or below its own number {number}: \
+                 opening the database, LevelDB writes its new MANIFEST over this one (a crash \
+                 meanwhile leaves no MANIFEST). {repair}",
+                self.next_file
+            ));
+        }
+        let highest = self.last_sequence.max(highest_logged);
+        if MAX_SEQUENCE.saturating_sub(highest) < SEQUENCE_ROOM {
+            let left = MAX_SEQUENCE.saturating_sub(highest);
+            hazards.push(format!(
+                "the last sequence number is {highest}, {left} below LevelDB's maximum \
+                 (2^56-1): LevelDB does not check its writes against it, and records written \
+                 past it are lost at the next compaction. {repair}, taking the last sequence \
+                 number from the records themselves; if they are this high too, copy the \
+                 records into a new database"
+            ));
+        }
+        hazards
+    }
+}
+
+/// What a file in a database directory is, by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// `NNNNNN.log`.
+    Log,
+    /// `NNNNNN.ldb` or `NNNNNN.sst`.
+    Table,
+    /// `MANIFEST-NNNNNN`.
+    Manifest,
+    /// `NNNNNN.dbtmp` (the temporary file `CURRENT` is written through).
+    Temp,
+}
+
+/// A file name's number and kind, as LevelDB's `ParseFileName` (`db/filename.cc`) reads
+/// it; `None` for the names LevelDB gives no number (`CURRENT`, `LOCK`, `LOG`) and for
+/// every name LevelDB leaves alone.
+pub fn parse_file_name(name: &std::ffi::OsStr) -> Option<(u64, FileKind)> {
+    let name = name.to_str()?;
+    let number = |digits: &str| {
+        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| digits.parse::<u64>().ok())
+            .flatten()
+    };
+    if let Some(rest) = name.strip_prefix("MANIFEST-") {
+        return number(rest).map(|n| (n, FileKind::Manifest));
+    }
+    let (digits, suffix) = name.split_once('.')?;
+    let kind = match suffix {
+        "log" => FileKind::Log,
+        "ldb" | "sst" => FileKind::Table,
+        "dbtmp" => FileKind::Temp,
+        _ => return None,
+    };
+    number(digits).map(|n| (n, kind))
 }
 
 /// Why the current version could not be read: `damaged` when the files are there but
@@ -289,13 +402,7 @@ pub fn live_logs(
     let mut logs = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
-        let number = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.strip_suffix(".log"))
-            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|n| n.parse::<u64>().ok());
-        if let Some(number) = number
+        if let Some((number, FileKind::Log)) = path.file_name().and_then(parse_file_name)
             && (number >= log_number || number == prev_log_number)
         {
             logs.push((number, path));
@@ -331,6 +438,7 @@ struct Replayed {
     log_number: u64,
     prev_log_number: u64,
     last_sequence: u64,
+    next_file: u64,
 }
 
 /// [`live_tables`], with the log numbers.
@@ -414,6 +522,7 @@ fn replay(data: &[u8]) -> Result<Replayed, Error> {
         log_number: log_number.unwrap_or_default(),
         prev_log_number: prev_log_number.unwrap_or_default(),
         last_sequence: last_sequence.unwrap_or_default(),
+        next_file: next_file.unwrap_or_default(),
     })
 }
 
@@ -471,11 +580,17 @@ pub fn current_version(dir: &Path) -> Result<Version, Error> {
     not_live.sort();
     let logs = live_logs(dir, replayed.log_number, replayed.prev_log_number).map_err(io)?;
     Ok(Version {
-        manifest,
         live,
         not_live,
         logs,
         last_sequence: replayed.last_sequence,
+        next_file: replayed.next_file,
+        manifest_number: manifest
+            .file_name()
+            .and_then(parse_file_name)
+            .filter(|&(_, kind)| kind == FileKind::Manifest)
+            .map(|(n, _)| n),
+        manifest,
     })
 }
 

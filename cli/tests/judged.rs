@@ -734,3 +734,133 @@ fn tables_outside_the_version_whose_records_it_holds_are_a_note() {
     };
     assert_reads(&dir, &expected, n);
 }
+
+/// A database of `n` records in tables and `logged` more only in its write-ahead log (closed
+/// without a compaction); and what every key reads.
+fn db_with_logged_records(dir: &Path, n: u64, logged: u64) -> Expected {
+    let mut expected = write_db(dir, Some(BLOOM), true, n);
+    let db = Db::open(dir, Some(BLOOM), true, false).unwrap();
+    for i in n..n + logged {
+        let value = format!("logged-{i}").into_bytes();
+        db.put(&key(i), &value).unwrap();
+        expected.insert(key(i), value);
+    }
+    expected
+}
+
+/// An edit of one MANIFEST field (LevelDB's tag and a varint).
+fn field_edit(tag: u8, value: u64) -> Vec<u8> {
+    let mut edit = vec![tag];
+    varint(value, &mut edit);
+    edit
+}
+
+const NEXT_FILE: u8 = 3;
+const LAST_SEQUENCE: u8 = 4;
+
+#[test]
+fn file_and_sequence_numbers_recovery_turns_into_loss_are_damage_until_repaired() {
+    let (n, logged) = (5000, 500);
+    let tmp = tempfile::tempdir().unwrap();
+    let original = tmp.path().join("original");
+    let expected = db_with_logged_records(&original, n, logged);
+    let version = leveldb_bloom_cli::manifest::current_version(&original).unwrap();
+    let highest_table = version.live.iter().map(|t| t.file.number).max().unwrap();
+    let max_sequence = leveldb_bloom_cli::manifest::MAX_SEQUENCE;
+    let cases = [
+        // Stock LevelDB's own open loses records here: writing the log's records into a
+        // table, it truncates a live one.
+        (
+            "next file number below a live table's",
+            field_edit(NEXT_FILE, highest_table - 1),
+            "next file number",
+            false,
+        ),
+        (
+            "next file number at the MANIFEST's own",
+            field_edit(NEXT_FILE, version.manifest_number.unwrap()),
+            "its own number",
+            true,
+        ),
+        (
+            "last sequence number 3 below the maximum",
+            field_edit(LAST_SEQUENCE, max_sequence - 3),
+            "below LevelDB's maximum",
+            true,
+        ),
+    ];
+    let all = n + logged;
+    for (label, edit, said, stock_reads_all) in cases {
+        let dir = tmp.path().join(label.replace(' ', "-"));
+        copy_db(&original, &dir);
+        append_edit(&dir, edit);
+        let files = data_files(&dir);
+        for args in [
+            vec!["verify"],
+            vec!["inspect"],
+            vec!["upgrade", "--format", "compact"],
+        ] {
+            let out = run_on(&args, &dir, 1, label);
+            assert!(
+                out_of(&out).contains(said) && out_of(&out).contains("RepairDB"),
+                "{label}: {}",
+                text(&out)
+            );
+        }
+        assert_eq!(data_files(&dir), files, "{label}: the commands changed it");
+        // Stock LevelDB opening a copy: nothing lost yet, or lost at its open.
+        let copy = tmp.path().join(format!("{label} copy").replace(' ', "-"));
+        copy_db(&dir, &copy);
+        let read = records_read_back(&copy, &expected, all);
+        assert_eq!(
+            read == Ok(all),
+            stock_reads_all,
+            "{label}: {read:?} of {all}"
+        );
+        // The fix the command names: RepairDB on a copy, after which the database passes
+        // and upgrades with every record.
+        let repaired = tmp
+            .path()
+            .join(format!("{label} repaired").replace(' ', "-"));
+        copy_db(&dir, &repaired);
+        repair(&repaired);
+        run_on(&["verify"], &repaired, 0, label);
+        run_on(&["upgrade", "--format", "compact"], &repaired, 0, label);
+        assert_eq!(
+            records_read_back(&repaired, &expected, all),
+            Ok(all),
+            "{label}"
+        );
+    }
+}
+
+#[test]
+fn a_live_log_numbered_at_the_next_file_number_is_what_a_crash_leaves_and_passes() {
+    // LevelDB allocates a new log's number in memory and records it in the MANIFEST only at
+    // the next compaction: a crash between leaves a MANIFEST whose next file number is at or
+    // below the live log's. Recovery marks the log's number used; nothing is lost.
+    let (n, logged) = (5000, 500);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let expected = db_with_logged_records(&dir, n, logged);
+    let version = leveldb_bloom_cli::manifest::current_version(&dir).unwrap();
+    let log = version
+        .logs
+        .iter()
+        .filter_map(|p| {
+            p.file_name()
+                .and_then(leveldb_bloom_cli::manifest::parse_file_name)
+        })
+        .map(|(number, _)| number)
+        .max()
+        .unwrap();
+    append_edit(&dir, field_edit(NEXT_FILE, log));
+    run_on(&["verify"], &dir, 0, "log at the next file number");
+    run_on(
+        &["upgrade", "--format", "compact"],
+        &dir,
+        0,
+        "log at the next file number",
+    );
+    assert_reads(&dir, &expected, n + logged);
+}
