@@ -186,6 +186,25 @@ impl Analysis {
             .filter_map(|log| log.damage.as_ref().map(|damage| (log, damage)))
     }
 
+    /// What to say of the intact records LevelDB's recovery skips in the logs.
+    fn skipped_lines(&self) -> impl Iterator<Item = String> {
+        self.logs.iter().flat_map(|log| {
+            log.skipped.iter().map(move |skip| {
+                format!(
+                    "warning: {}: at offset {}: a zeroed header; LevelDB's recovery skips the \
+                     rest of its 32 KiB block without a word (even with paranoid checks), and \
+                     with it {} in {} whose checksums hold. Stock LevelDB does the same; they \
+                     are lost once LevelDB opens the database and deletes the log (`upgrade` \
+                     refuses it): copy the directory to keep them",
+                    log.file,
+                    skip.offset,
+                    counted(skip.records, "intact record", "intact records"),
+                    counted(skip.batches, "write batch", "write batches"),
+                )
+            })
+        })
+    }
+
     /// The records the write-ahead logs hold (not yet in a table).
     fn log_records(&self) -> u64 {
         self.logs.iter().map(|log| log.records).sum()
@@ -464,6 +483,9 @@ pub fn inspect(path: &Path, json: bool, keys: Option<Keys>) -> Result<u8, Failur
         for hazard in &analysis.hazards {
             let _ = writeln!(text, "{hazard}");
         }
+        for line in analysis.skipped_lines() {
+            let _ = writeln!(text, "{line}");
+        }
         emit(&text)?;
     }
     let damaged = tables.iter().any(|t| !t.problems.is_empty())
@@ -492,6 +514,9 @@ pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
     for (problem, line) in analysis.orphan_lines() {
         emit(&(line + "\n"))?;
         problems += u64::from(problem);
+    }
+    for line in analysis.skipped_lines() {
+        emit(&(line + "\n"))?;
     }
     for t in tables {
         for p in &t.problems {
@@ -603,6 +628,12 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
             "{}: damaged: {}; not rewritten",
             shown(path),
             analysis.hazards.join("; ")
+        )));
+    }
+    if let Some(line) = analysis.skipped_lines().next() {
+        return Err(Failure::damaged(format!(
+            "{}: not rewritten: LevelDB would drop intact records for good ({line})",
+            shown(path)
         )));
     }
     let before = analysis.tables.as_slice();

@@ -202,6 +202,17 @@ pub fn log_records_at(data: &[u8]) -> Result<Vec<LogRecord>, (usize, String)> {
 #[derive(Default)]
 pub struct LogReader {
     fragment: Option<LogRecord>,
+    /// Where a zeroed header made the reader skip the rest of a block, and the intact
+    /// records the skipped bytes hold (see [`LogReader::block`]).
+    pub skipped: Vec<Skipped>,
+}
+
+/// The rest of a block LevelDB's log reader skips at a zeroed header: the header's offset,
+/// and the whole records with valid checksums that start in the skipped bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub offset: usize,
+    pub records: Vec<LogRecord>,
 }
 
 impl LogReader {
@@ -235,9 +246,21 @@ impl LogReader {
             }
             if kind == ZERO && len == 0 {
                 // Zeroed (preallocated) space: the rest of the block is skipped, which inside
-                // a fragmented record loses its middle.
+                // a fragmented record loses its middle. LevelDB says nothing of the records
+                // the skipped bytes may hold (`ReadPhysicalRecord`), even with paranoid
+                // checks; the reader finds them to say so.
                 if self.fragment.is_some() {
                     return Err((at + pos, "error in middle of record".into()));
+                }
+                let records = intact_records(block, pos + HEADER_LEN)
+                    .into_iter()
+                    .map(|(offset, record)| (at + offset, record))
+                    .collect::<Vec<_>>();
+                if !records.is_empty() {
+                    self.skipped.push(Skipped {
+                        offset: at + pos,
+                        records,
+                    });
                 }
                 return Ok(());
             }
@@ -273,6 +296,44 @@ impl LogReader {
         }
         Ok(())
     }
+}
+
+/// The whole records (fragments joined) with valid checksums that start in `block` at or
+/// after `from`: each offset is tried as a header, and a valid record read on from its end.
+fn intact_records(block: &[u8], from: usize) -> Vec<LogRecord> {
+    let mut out = Vec::new();
+    let mut fragment: Option<LogRecord> = None;
+    let mut pos = from;
+    while pos + HEADER_LEN <= block.len() {
+        let header = &block[pos..pos + HEADER_LEN];
+        let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
+        let kind = header[6];
+        let end = pos + HEADER_LEN + len;
+        let valid = (FULL..=LAST).contains(&kind)
+            && end <= block.len()
+            && unmask_crc(u32::from_le_bytes(header[..4].try_into().expect("4")))
+                == crc32c::crc32c_append(crc32c::crc32c(&[kind]), &block[pos + HEADER_LEN..end]);
+        if !valid {
+            pos += 1;
+            continue;
+        }
+        let payload = &block[pos + HEADER_LEN..end];
+        match kind {
+            FULL => out.push((pos, payload.to_vec())),
+            FIRST => fragment = Some((pos, payload.to_vec())),
+            MIDDLE => {
+                if let Some((_, joined)) = &mut fragment {
+                    joined.extend_from_slice(payload);
+                }
+            }
+            _ => out.extend(fragment.take().map(|(start, mut joined)| {
+                joined.extend_from_slice(payload);
+                (start, joined)
+            })),
+        }
+        pos = end;
+    }
+    out
 }
 
 /// A varint of at most 10 bytes (LevelDB's `GetVarint64`).

@@ -27,9 +27,23 @@ pub struct LogReport {
     pub records: u64,
     /// The first damage LevelDB's paranoid recovery stops at.
     pub damage: Option<LogDamage>,
+    /// Intact records LevelDB's recovery skips without a word (after a zeroed header).
+    pub skipped: Vec<SkippedRecords>,
     /// The sequence numbers its batches hold, `[first, end)` a batch.
     #[serde(skip)]
     pub sequences: Vec<(u64, u64)>,
+}
+
+/// Where LevelDB's log reader skips the rest of a block at a zeroed header, and what intact
+/// write batches the skipped bytes hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedRecords {
+    /// The zeroed header's offset.
+    pub offset: u64,
+    /// Whole write batches with valid checksums in the skipped bytes.
+    pub batches: u64,
+    /// Their puts and deletions.
+    pub records: u64,
 }
 
 /// Where a log is damaged: the byte offset in the file (for a damaged batch, the offset of
@@ -52,6 +66,7 @@ pub fn read_log(path: &Path) -> LogReport {
         batches: 0,
         records: 0,
         damage: None,
+        skipped: Vec::new(),
         sequences: Vec::new(),
     };
     let cannot_read = |offset: u64, e: &dyn std::fmt::Display| LogDamage {
@@ -95,6 +110,7 @@ pub fn log_of(file: String, data: &[u8]) -> LogReport {
         batches: 0,
         records: 0,
         damage: None,
+        skipped: Vec::new(),
         sequences: Vec::new(),
     };
     let mut reader = LogReader::default();
@@ -131,6 +147,20 @@ impl LogReport {
                 }
             }
         });
+        for skip in reader.skipped.drain(..) {
+            let counts = skip
+                .records
+                .iter()
+                .filter_map(|(_, batch)| batch_records(batch).ok());
+            let (batches, records) = counts.fold((0, 0), |(b, r), n| (b + 1, r + n));
+            if batches > 0 {
+                self.skipped.push(SkippedRecords {
+                    offset: skip.offset as u64,
+                    batches,
+                    records,
+                });
+            }
+        }
         self.damage = damage.or_else(|| {
             read.err().map(|(offset, what)| LogDamage {
                 offset: offset as u64,

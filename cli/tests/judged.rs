@@ -864,3 +864,59 @@ fn a_live_log_numbered_at_the_next_file_number_is_what_a_crash_leaves_and_passes
     );
     assert_reads(&dir, &expected, n + logged);
 }
+
+#[test]
+fn a_zeroed_header_that_makes_leveldb_skip_intact_records_is_said() {
+    // One record of the log's last block zeroed: LevelDB's recovery skips the rest of that
+    // block without a word, even with paranoid checks, and the intact records after it.
+    let (n, logged) = (2000, 700);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let expected = db_with_logged_records(&dir, n, logged);
+    let version = leveldb_bloom_cli::manifest::current_version(&dir).unwrap();
+    let log = version.logs.last().unwrap().clone();
+    let mut bytes = std::fs::read(&log).unwrap();
+    let records = leveldb_bloom_cli::manifest::log_records_at(&bytes).unwrap();
+    let last_block = bytes.len() / 32768 * 32768;
+    let i = records
+        .iter()
+        .position(|(offset, _)| *offset >= last_block)
+        .expect("a record starts in the last block");
+    let (start, end) = (records[i].0, records[i + 1].0);
+    bytes[start..end].fill(0);
+    std::fs::write(&log, &bytes).unwrap();
+    let files = data_files(&dir);
+    let all = n + logged;
+    let copy = tmp.path().join("copy");
+    copy_db(&dir, &copy);
+    let read = records_read_back(&copy, &expected, all).expect("stock LevelDB opens it");
+    let lost_with_the_zeroed = 1;
+    let skipped = all - read - lost_with_the_zeroed;
+    assert!(skipped > 10, "{skipped} intact records skipped");
+
+    let log_name = log.file_name().unwrap().to_str().unwrap();
+    let said = format!("{log_name}: at offset {start}: a zeroed header");
+    let out = run_on(&["verify"], &dir, 0, "zeroed header");
+    assert!(out_of(&out).contains(&said), "{}", text(&out));
+    assert!(
+        out_of(&out).contains(&format!("with it {skipped} intact records")),
+        "{}",
+        text(&out)
+    );
+    let out = run_on(&["inspect"], &dir, 0, "zeroed header");
+    assert!(out_of(&out).contains(&said), "{}", text(&out));
+    let out = run_on(&["inspect", "--json"], &dir, 0, "zeroed header");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let skip = &json["logs"].as_array().unwrap().last().unwrap()["skipped"][0];
+    assert_eq!(skip["records"], skipped, "{skip}");
+    assert_eq!(skip["offset"], start as u64, "{skip}");
+    // upgrade does not make the loss final.
+    let out = run_on(
+        &["upgrade", "--format", "compact"],
+        &dir,
+        1,
+        "zeroed header",
+    );
+    assert!(out_of(&out).contains(&said), "{}", text(&out));
+    assert_eq!(data_files(&dir), files, "upgrade changed the database");
+}
