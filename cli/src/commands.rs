@@ -13,6 +13,7 @@ use crate::manifest;
 use crate::report::{self, Keys, TableReport};
 use crate::table::OpenTable;
 use crate::wal::{self, LogDamage, LogReport};
+use crate::way_back::{self, WayBack};
 use leveldb_bloom::AnyPolicy;
 
 /// All is well.
@@ -170,6 +171,10 @@ struct Analysis {
     last_sequence: u64,
     /// What LevelDB's recovery or next writes turn into loss ([`manifest::Version::hazards`]).
     hazards: Vec<String>,
+    /// The MANIFEST's next file number.
+    next_file: u64,
+    /// The way back an upgrade that did not finish left.
+    way_back: Option<PathBuf>,
 }
 
 /// A table file outside the current version: how many of its records the version (its
@@ -184,6 +189,19 @@ impl Analysis {
         self.logs
             .iter()
             .filter_map(|log| log.damage.as_ref().map(|damage| (log, damage)))
+    }
+
+    /// What to say of a way back an upgrade that did not finish left.
+    fn way_back_line(&self) -> Option<String> {
+        self.way_back.as_ref().map(|folder| {
+            format!(
+                "warning: {}: an upgrade that did not finish kept the database's files as they \
+                 were before it here (holding their space); the next `leveldb-bloom upgrade` \
+                 removes it once LevelDB reads the records it read before, and `leveldb-bloom \
+                 upgrade --undo` puts those files back",
+                shown(folder)
+            )
+        })
     }
 
     /// What to say of the intact records LevelDB's recovery skips in the logs.
@@ -360,6 +378,10 @@ fn analyze_all(path: &Path, database: bool, keys: Option<Keys>) -> Result<Analys
         orphans,
         last_sequence,
         hazards,
+        next_file: target.version.as_ref().map_or(0, |v| v.next_file),
+        way_back: database
+            .then(|| WayBack::found(path).map(|w| w.folder().to_path_buf()))
+            .flatten(),
     })
 }
 
@@ -483,7 +505,7 @@ pub fn inspect(path: &Path, json: bool, keys: Option<Keys>) -> Result<u8, Failur
         for hazard in &analysis.hazards {
             let _ = writeln!(text, "{hazard}");
         }
-        for line in analysis.skipped_lines() {
+        for line in analysis.skipped_lines().chain(analysis.way_back_line()) {
             let _ = writeln!(text, "{line}");
         }
         emit(&text)?;
@@ -515,7 +537,7 @@ pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
         emit(&(line + "\n"))?;
         problems += u64::from(problem);
     }
-    for line in analysis.skipped_lines() {
+    for line in analysis.skipped_lines().chain(analysis.way_back_line()) {
         emit(&(line + "\n"))?;
     }
     for t in tables {
@@ -610,8 +632,11 @@ pub fn verify(path: &Path, keys: Option<Keys>) -> Result<u8, Failure> {
 
 /// `upgrade PATH --format F [--bits-per-key N]`: LevelDB rewrites every table with the
 /// new policy. Its own compaction writes the new tables and then the MANIFEST that names
-/// them, so the database stays readable whatever fails on the way. Succeeds only when every
-/// table of the current version then carries the new filters and LevelDB reported no error.
+/// them, so the database stays readable whatever fails on the way. The upgrade proves its
+/// own result: what LevelDB reads after it (reopening the database) must be what it read
+/// before, record for record, or the database is put back exactly as it was
+/// ([`WayBack`]). Succeeds only when, besides, every table of the current version carries
+/// the new filters and LevelDB reported no error.
 pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
     if !path.is_dir() || !manifest::is_database(path) {
         return Err(Failure::error(format!(
@@ -622,6 +647,9 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
     // The write lock first: a database in use, or one that cannot be written, is said at
     // once, before any table is read.
     let held = lock(path, true)?;
+    if let Some(left) = WayBack::found(path) {
+        settle(path, &held, &left, policy)?;
+    }
     let analysis = analyze_all(path, true, None)?;
     if !analysis.hazards.is_empty() {
         return Err(Failure::damaged(format!(
@@ -653,7 +681,14 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
     }
     let snappy = before.iter().any(|t| t.compressed_blocks > 0);
     emit(&report::summary("before", &report::total(before)))?;
-    let leveldb_error = {
+    let way_back = WayBack::make(path, analysis.next_file).map_err(|e| {
+        Failure::error(format!(
+            "{}: cannot keep the way back in {} ({e}); nothing rewritten",
+            shown(path),
+            shown(&path.join(way_back::FOLDER))
+        ))
+    })?;
+    let rewritten = (|| {
         let db = Db::open(path, Some(policy), snappy, false).map_err(|e| {
             if e.starts_with("Corruption:") {
                 Failure::damaged(corruption_at_open(path, &e))
@@ -661,10 +696,52 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
                 Failure::error(open_failure(path, &e))
             }
         })?;
-        rewrite_all(&db, before).err()
-    };
-    // Closing the database released the process's lock: take it back to read the result.
+        let read = db.digest().map_err(|e| {
+            Failure::damaged(format!(
+                "{}: LevelDB cannot read every record ({e}); run `leveldb-bloom verify`",
+                shown(path)
+            ))
+        })?;
+        way_back.record_before(&read).map_err(|e| {
+            Failure::error(format!(
+                "{}: cannot record what LevelDB read ({e})",
+                shown(way_back.folder())
+            ))
+        })?;
+        Ok((read, rewrite_all(&db, before).err()))
+    })();
+    // Closing the database released the process's lock: take it back before any file is
+    // touched again.
     held.retake().map_err(|e| lock_failure(path, true, e))?;
+    let (read_before, leveldb_error) = match rewritten {
+        Ok(done) => done,
+        Err(failure) => return Err(put_back(path, &way_back, failure)),
+    };
+    let read_after = Db::open(path, Some(policy), snappy, false).and_then(|db| db.digest());
+    held.retake().map_err(|e| lock_failure(path, true, e))?;
+    if read_after.as_ref() != Ok(&read_before) {
+        let after = match &read_after {
+            Ok(read) => format!("{read} after it"),
+            Err(e) => format!("cannot read it after it ({e})"),
+        };
+        return Err(put_back(
+            path,
+            &way_back,
+            Failure::damaged(format!(
+                "{}: LevelDB read {read_before} before the rewrite and {after}: the upgrade \
+                 is not proven",
+                shown(path)
+            )),
+        ));
+    }
+    way_back.discard().map_err(|e| {
+        Failure::error(format!(
+            "{}: the upgrade is proven, but its way back could not be removed ({e}); remove \
+             {} to free the old tables' space",
+            shown(path),
+            shown(way_back.folder())
+        ))
+    })?;
     let after = analyze_all(path, true, None)?.tables;
     emit(&report::summary("after", &report::total(&after)))?;
     let stale: Vec<&str> = after
@@ -686,12 +763,10 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
     if let Some(e) = &leveldb_error {
         let _ = writeln!(out, "LevelDB reported: {e}");
     }
-    let full = leveldb_error
-        .as_deref()
-        .is_some_and(|e| e.contains("No space left") || e.contains("Disk quota"));
+    let full = leveldb_error.as_deref().is_some_and(disk_full);
     let _ = writeln!(
         out,
-        "the upgrade did not finish; {}",
+        "the upgrade did not finish, and every record reads as before; {}",
         if full {
             "the disk is full: LevelDB may need free space to open the database again (it \
              rewrites its MANIFEST at open), and LevelDB's partial tables may be taking some; \
@@ -702,6 +777,105 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
     );
     emit(&out)?;
     Ok(PROBLEM)
+}
+
+/// Puts the database back after `failure`, and says so with it.
+fn put_back(path: &Path, way_back: &WayBack, failure: Failure) -> Failure {
+    match way_back.put_back() {
+        Ok(()) => Failure {
+            message: format!(
+                "{}; the database is put back exactly as it was{}",
+                failure.message,
+                if disk_full(&failure.message) {
+                    ": free some space, then run the upgrade again"
+                } else {
+                    ""
+                }
+            ),
+            ..failure
+        },
+        Err(e) => Failure::error(format!(
+            "{}; putting the database back failed ({e}): {} holds its files as they were, \
+             and `leveldb-bloom upgrade --undo {}` puts them back",
+            failure.message,
+            shown(way_back.folder()),
+            shown(path)
+        )),
+    }
+}
+
+/// Whether a LevelDB message says the disk is full.
+fn disk_full(message: &str) -> bool {
+    message.contains("No space left") || message.contains("Disk quota")
+}
+
+/// Settles the way back an earlier, interrupted upgrade left: finishes putting the
+/// database back if that had begun (and stops), removes it if LevelDB had not begun
+/// rewriting or reads what it read before, and otherwise stops, touching nothing.
+fn settle(
+    path: &Path,
+    held: &DatabaseLock,
+    left: &WayBack,
+    policy: AnyPolicy,
+) -> Result<(), Failure> {
+    let folder = shown(left.folder());
+    let cannot = |e: std::io::Error| Failure::error(format!("{folder}: {e}"));
+    if left.putting_back() && left.whole() {
+        left.put_back().map_err(cannot)?;
+        return Err(Failure::damaged(format!(
+            "{}: an earlier upgrade could not prove its result and was putting the database \
+             back; that is finished, and the database is as it was before that upgrade. \
+             Nothing rewritten: run the upgrade again",
+            shown(path)
+        )));
+    }
+    let Some(before) = left.before() else {
+        // LevelDB had not begun rewriting: the database is what LevelDB's open left.
+        return left.discard().map_err(cannot);
+    };
+    let now = Db::open(path, Some(policy), true, false).and_then(|db| db.digest());
+    held.retake().map_err(|e| lock_failure(path, true, e))?;
+    match now {
+        Ok(now) if now == before => left.discard().map_err(cannot),
+        now => Err(Failure::damaged(format!(
+            "{}: an earlier upgrade did not finish, and LevelDB now reads {} where it read \
+             {before} before that upgrade: a program wrote to the database since, or the \
+             upgrade lost records. Nothing rewritten. {folder} holds the database's files as \
+             they were before that upgrade: to keep the database as it is, remove that \
+             folder; to put those files back, run `leveldb-bloom upgrade --undo {}`",
+            shown(path),
+            now.map_or_else(|e| format!("nothing ({e})"), |now| now.to_string()),
+            shown(path)
+        ))),
+    }
+}
+
+/// `upgrade --undo PATH`: puts back the files an interrupted upgrade kept.
+pub fn undo(path: &Path) -> Result<u8, Failure> {
+    if !path.is_dir() || !manifest::is_database(path) {
+        return Err(Failure::error(format!(
+            "{}: not a LevelDB database directory (no CURRENT file)",
+            shown(path)
+        )));
+    }
+    let _held = lock(path, true)?;
+    let Some(left) = WayBack::found(path) else {
+        return Err(Failure::error(format!(
+            "{}: no upgrade left a way back here; nothing to put back",
+            shown(path)
+        )));
+    };
+    if !left.whole() {
+        return Err(Failure::error(format!(
+            "{}: the upgrade that left it stopped before LevelDB opened the database, while \
+             making it; nothing to put back (the next upgrade removes it)",
+            shown(left.folder())
+        )));
+    }
+    left.put_back()
+        .map_err(|e| Failure::error(format!("{}: {e}", shown(left.folder()))))?;
+    emit("put back: the database is as it was before the upgrade that did not finish\n")?;
+    Ok(OK)
 }
 
 /// Has LevelDB rewrite every table of `tables` (the current version), and returns the
@@ -730,16 +904,13 @@ fn rewrite_all(db: &Db, tables: &[TableReport]) -> Result<(), String> {
             db.delete(key)?;
         }
         db.compact_all();
-        return Ok(());
+        return db.background_error();
     };
     for (key, value) in &records {
         db.put(key, value)?;
     }
     db.compact_all();
-    // A compaction that failed (a full disk) leaves LevelDB's background error set, which
-    // `CompactRange` does not return: the next write does.
-    let (key, value) = &records[0];
-    db.put(key, value)
+    db.background_error()
 }
 
 /// Whether a table carries `policy`'s filters: a filter block under LevelDB's policy name

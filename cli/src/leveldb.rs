@@ -70,6 +70,34 @@ fn take_error(err: *mut c_char) -> Option<String> {
 /// A key and its value.
 pub type Record = (Vec<u8>, Vec<u8>);
 
+/// What LevelDB's iterator reads of a whole database: how many records, and a hash of every
+/// key and value in order (each length-prefixed), so that two readings are equal only if
+/// they read the same records, in the same order, with the same values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Digest {
+    pub records: u64,
+    pub hash: u128,
+}
+
+impl std::fmt::Display for Digest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} records, hash {:032x}", self.records, self.hash)
+    }
+}
+
+impl std::str::FromStr for Digest {
+    type Err = ();
+
+    /// What [`Digest`]'s `Display` wrote.
+    fn from_str(text: &str) -> Result<Digest, ()> {
+        let (records, hash) = text.trim_end().split_once(" records, hash ").ok_or(())?;
+        Ok(Digest {
+            records: records.parse().map_err(drop)?,
+            hash: u128::from_str_radix(hash, 16).map_err(drop)?,
+        })
+    }
+}
+
 /// An open database with a filter policy. Closing (drop) releases LevelDB's lock.
 pub struct Db {
     db: *mut leveldb_t,
@@ -179,6 +207,44 @@ impl Db {
         Ok(first.zip(last).map(|(f, l)| [f, l]))
     }
 
+    /// Reads every record with LevelDB's iterator, checksums verified: their [`Digest`].
+    pub fn digest(&self) -> Result<Digest, String> {
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        let mut records = 0u64;
+        let mut err = ptr::null_mut();
+        // SAFETY: the read options and iterator are created, used while the database lives,
+        // and destroyed once; each key and value slice is LevelDB's, valid until the
+        // iterator moves, and hashed before it does.
+        unsafe {
+            let read = leveldb_readoptions_create();
+            leveldb_readoptions_set_verify_checksums(read, 1);
+            leveldb_readoptions_set_fill_cache(read, 0);
+            let it = leveldb_create_iterator(self.db, read);
+            leveldb_iter_seek_to_first(it);
+            while leveldb_iter_valid(it) != 0 {
+                let (mut klen, mut vlen) = (0, 0);
+                let key = leveldb_iter_key(it, &mut klen);
+                let value = leveldb_iter_value(it, &mut vlen);
+                hasher.update(&(klen as u64).to_le_bytes());
+                hasher.update(std::slice::from_raw_parts(key.cast::<u8>(), klen));
+                hasher.update(&(vlen as u64).to_le_bytes());
+                hasher.update(std::slice::from_raw_parts(value.cast::<u8>(), vlen));
+                records += 1;
+                leveldb_iter_next(it);
+            }
+            leveldb_iter_get_error(it, &mut err);
+            leveldb_iter_destroy(it);
+            leveldb_readoptions_destroy(read);
+        }
+        match take_error(err) {
+            Some(message) => Err(message),
+            None => Ok(Digest {
+                records,
+                hash: hasher.digest128(),
+            }),
+        }
+    }
+
     /// Writes `key` = `value` (not synced: LevelDB's compaction syncs what it writes).
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<(), String> {
         let mut err = ptr::null_mut();
@@ -225,6 +291,22 @@ impl Db {
             leveldb_free(value.cast());
             Ok(Some(copy))
         }
+    }
+
+    /// The error LevelDB's background work met, if any (a compaction that failed on a full
+    /// disk): `CompactRange` does not return it, the next write does. The write is an empty
+    /// batch, which adds no record (and so no table when the log is next recovered).
+    pub fn background_error(&self) -> Result<(), String> {
+        let mut err = ptr::null_mut();
+        // SAFETY: live handles, each created object destroyed once; err a valid out-pointer.
+        unsafe {
+            let write = leveldb_writeoptions_create();
+            let batch = leveldb_writebatch_create();
+            leveldb_write(self.db, write, batch, &mut err);
+            leveldb_writebatch_destroy(batch);
+            leveldb_writeoptions_destroy(write);
+        }
+        take_error(err).map_or(Ok(()), Err)
     }
 
     /// Deletes `key` (not synced).

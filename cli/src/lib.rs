@@ -12,3 +12,4 @@ pub mod manifest;
 pub mod report;
 pub mod table;
 pub mod wal;
+pub mod way_back;

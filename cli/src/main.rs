@@ -82,15 +82,22 @@ enum Command {
     ///
     /// Opens the database with the new policy (refused while another process holds it),
     /// and has LevelDB compact the whole key range, writing every table and the MANIFEST
-    /// anew. Prints inspect's totals before and after.
+    /// anew. Prints inspect's totals before and after. Proves its result: LevelDB must
+    /// read the same records after it as before (count and a hash of every key and value),
+    /// or the database is put back exactly as it was (its files are kept as hard links in
+    /// the leveldb-bloom-way-back folder until then).
     Upgrade {
         /// A database directory.
         path: PathBuf,
-        #[arg(long, value_parser = format_parser())]
-        format: Format,
+        #[arg(long, value_parser = format_parser(), required_unless_present = "undo")]
+        format: Option<Format>,
         /// Bits per key of the new filters (whole numbers for Bloom; default 10).
         #[arg(long, default_value_t = 10.0)]
         bits_per_key: f64,
+        /// Put back the files an upgrade that did not finish kept (in the database's
+        /// leveldb-bloom-way-back folder), instead of upgrading.
+        #[arg(long, conflicts_with = "format")]
+        undo: bool,
     },
 }
 
@@ -123,10 +130,14 @@ fn main() -> ExitCode {
         } => commands::inspect(&path, json, keys(k)),
         Command::Verify { path, keys: k } => commands::verify(&path, keys(k)),
         Command::Upgrade {
+            path, undo: true, ..
+        } => commands::undo(&path),
+        Command::Upgrade {
             path,
             format,
             bits_per_key,
-        } => new_policy(format, bits_per_key)
+            undo: false,
+        } => new_policy(format.expect("required without --undo"), bits_per_key)
             .map_err(commands::Failure::error)
             .and_then(|policy| commands::upgrade(&path, policy)),
     };

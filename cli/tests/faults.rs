@@ -95,6 +95,18 @@ fn a_disk_that_fills_during_an_upgrade_never_reports_success() {
                 text(&out)
             );
             finished += 1;
+        } else if stderr(&out).contains("put back exactly as it was") {
+            // Too full for LevelDB to open the database again to prove the result: put
+            // back, file for file.
+            assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+            assert!(
+                stderr(&out).contains("No space left on device")
+                    && stderr(&out).contains("free some space, then run the upgrade again"),
+                "{}",
+                text(&out)
+            );
+            assert_eq!(data_files(&dir), data_files(&original), "{}", text(&out));
+            failed += 1;
         } else {
             assert_eq!(out.status.code(), Some(1), "{}", text(&out));
             assert!(
@@ -230,6 +242,126 @@ fn a_database_another_process_holds_is_refused_and_left_alone() {
     drop(held);
     assert_eq!(inspect_json(&dir)["total"], before["total"]);
     assert_reads(&dir, &expected, n);
+}
+
+/// The fault shim (`faults/compaction_fault.c`), built as a shared library to preload.
+fn compaction_fault() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let shim = tmp.join("compaction_fault.so");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/faults/compaction_fault.c");
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&shim)
+        .arg(&source)
+        .args(["-ldl", "-lleveldb"])
+        .output()
+        .expect("run cc");
+    assert!(
+        built.status.success(),
+        "building the fault shim: {}",
+        text(&built)
+    );
+    shim
+}
+
+/// `upgrade` of `dir` to compact filters with `fault` injected into LevelDB.
+fn upgrade_with_fault(dir: &Path, fault: &str) -> std::process::Output {
+    let mut cmd = command();
+    cmd.args(["upgrade", dir.to_str().unwrap(), "--format", "compact"])
+        .env("LD_PRELOAD", compaction_fault())
+        .env("LEVELDB_BLOOM_FAULT", fault);
+    run_within(cmd, LIMIT)
+}
+
+#[test]
+fn an_upgrade_that_changes_the_records_is_put_back_exactly_as_it_was() {
+    let n = 3000;
+    let (_tmp, dir, expected) = bloom_db(n);
+    let before = data_files(&dir);
+    let out = upgrade_with_fault(&dir, "lose");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("the upgrade is not proven")
+            && stderr(&out).contains("put back exactly as it was"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(data_files(&dir), before, "put back file for file");
+    assert!(!dir.join("leveldb-bloom-way-back").exists());
+    run_on_ok(&["verify", dir.to_str().unwrap()]);
+    assert_reads(&dir, &expected, n);
+    // Without the fault, the same database upgrades, and keeps no way back.
+    run_on_ok(&["upgrade", dir.to_str().unwrap(), "--format", "compact"]);
+    assert!(all_compact(&dir) && !dir.join("leveldb-bloom-way-back").exists());
+    assert_reads(&dir, &expected, n);
+}
+
+#[test]
+fn an_upgrade_killed_before_its_proof_is_settled_by_the_next() {
+    let n = 3000;
+    let tmp = tempfile::tempdir().unwrap();
+    let original = tmp.path().join("original");
+    let expected = write_db(&original, Some(BLOOM), true, n);
+    let way_back = |dir: &Path| dir.join("leveldb-bloom-way-back");
+
+    // Killed after LevelDB's compaction: the next upgrade finds LevelDB reads what it read
+    // before, removes the way back and finishes.
+    let dir = tmp.path().join("killed");
+    copy_db(&original, &dir);
+    let out = upgrade_with_fault(&dir, "kill");
+    assert_eq!(out.status.code(), None, "killed: {}", text(&out));
+    assert!(way_back(&dir).exists());
+    let verify = run_on_ok(&["verify", dir.to_str().unwrap()]);
+    assert!(
+        stdout(&verify).contains("an upgrade that did not finish"),
+        "{}",
+        text(&verify)
+    );
+    run_on_ok(&["upgrade", dir.to_str().unwrap(), "--format", "compact"]);
+    assert!(all_compact(&dir) && !way_back(&dir).exists());
+    assert_reads(&dir, &expected, n);
+
+    // Killed, then a program writes: the next upgrade cannot tell that from a loss, touches
+    // nothing and names both ways on; --undo puts back the files as they were before.
+    let dir = tmp.path().join("killed-then-written");
+    copy_db(&original, &dir);
+    let before = data_files(&dir);
+    assert_eq!(upgrade_with_fault(&dir, "kill").status.code(), None);
+    {
+        let db = Db::open(&dir, Some(BLOOM), true, false).unwrap();
+        db.put(b"written after the kill", b"by another program")
+            .unwrap();
+    }
+    let left = data_files(&dir);
+    let out = run_bounded(&["upgrade", dir.to_str().unwrap(), "--format", "compact"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("a program wrote to the database since, or the upgrade lost")
+            && stderr(&out).contains("--undo"),
+        "{}",
+        text(&out)
+    );
+    assert!(way_back(&dir).exists());
+    let out = run_on_ok(&["upgrade", "--undo", dir.to_str().unwrap()]);
+    assert!(stdout(&out).contains("put back"), "{}", text(&out));
+    assert_eq!(data_files(&dir), before, "put back file for file");
+    assert_ne!(left, before);
+    assert!(!way_back(&dir).exists());
+    assert_reads(&dir, &expected, n);
+    let out = run_bounded(&["upgrade", "--undo", dir.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "nothing to undo: {}",
+        text(&out)
+    );
+}
+
+/// The command on `args`: it must succeed.
+fn run_on_ok(args: &[&str]) -> std::process::Output {
+    let out = run_bounded(args);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+    out
 }
 
 /// The goleveldb writer (`goleveldb_writer/main.go`), built with Debian's goleveldb package

@@ -516,17 +516,6 @@ fn a_database_being_written_is_in_use_never_damaged() {
 
 /// Every file of the database `dir` but LevelDB's own log of what it did (`LOG`, `LOG.old`)
 /// and its lock file, by name, with its bytes.
-fn data_files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file())
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), p))
-        .filter(|(name, _)| !matches!(name.as_str(), "LOG" | "LOG.old" | "LOCK"))
-        .map(|(name, p)| (name, std::fs::read(p).unwrap()))
-        .collect()
-}
-
 /// LevelDB's `RepairDB` on the database `dir`.
 fn repair(dir: &Path) {
     let name = std::ffi::CString::new(path_str(dir)).unwrap();

@@ -187,3 +187,16 @@ pub fn copy_db(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The database's files and their bytes (LevelDB's info logs and LOCK left out: LevelDB
+/// writes them whenever it opens the database).
+pub fn data_files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), p))
+        .filter(|(name, _)| !matches!(name.as_str(), "LOG" | "LOG.old" | "LOCK"))
+        .map(|(name, p)| (name, std::fs::read(p).unwrap()))
+        .collect()
+}

@@ -1,0 +1,309 @@
+//! The way back from an upgrade: the database's files as they were before LevelDB opened it,
+//! kept so that an upgrade whose result cannot be proven puts the database back exactly as
+//! it was.
+//!
+//! Nothing is copied. LevelDB never writes into a file it did not create in the same run
+//! (a new MANIFEST, new tables and a new log each get a new number; `CURRENT` and the info
+//! log `LOG` are replaced by rename), so a hard link keeps a file's contents for as long as
+//! it is needed. The one exception is a name LevelDB may create anew and so truncate: a
+//! file numbered at or above the MANIFEST's next file number. A live table or the MANIFEST
+//! itself numbered so is damage, refused before this is made
+//! ([`crate::manifest::Version::hazards`]); any other such file (a table a crash left, an
+//! old MANIFEST, a `.dbtmp`) is obsolete, and is moved out of LevelDB's way instead (LevelDB
+//! would delete it at open). A live log numbered so is never created again and is linked.
+//!
+//! The folder [`FOLDER`] inside the database directory holds `kept/` (the links),
+//! `set-aside/` (the moved files), `made` once both are complete, `before` (what LevelDB
+//! read before rewriting, once known) and `putting-back` while the database is being put
+//! back. LevelDB ignores a directory in
+//! a database's directory. Putting back is idempotent: an interrupted one is finished by the
+//! next `upgrade`. Every step leaves a database LevelDB opens: the kept files are restored
+//! first, `CURRENT` last among them (by rename), and only then are LevelDB's new files
+//! removed.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::leveldb::Digest;
+use crate::manifest::{FileKind, parse_file_name};
+
+/// The folder inside the database directory that holds the way back.
+pub const FOLDER: &str = "leveldb-bloom-way-back";
+const KEPT: &str = "kept";
+const SET_ASIDE: &str = "set-aside";
+const MADE: &str = "made";
+const BEFORE: &str = "before";
+const PUTTING_BACK: &str = "putting-back";
+/// The name a kept file is linked under before it is renamed into place.
+const RESTORING: &str = ".leveldb-bloom-restoring";
+
+/// The way back of the database in `db`.
+#[derive(Debug)]
+pub struct WayBack {
+    db: PathBuf,
+    folder: PathBuf,
+}
+
+impl WayBack {
+    /// The way back an earlier upgrade left in `db`, if any.
+    pub fn found(db: &Path) -> Option<WayBack> {
+        let folder = db.join(FOLDER);
+        folder.symlink_metadata().is_ok().then(|| WayBack {
+            db: db.to_path_buf(),
+            folder,
+        })
+    }
+
+    /// The folder, for messages.
+    pub fn folder(&self) -> &Path {
+        &self.folder
+    }
+
+    /// Keeps every file of the database in `db` (whose MANIFEST's next file number is
+    /// `next_file`) before LevelDB opens it. On failure nothing is left changed.
+    pub fn make(db: &Path, next_file: u64) -> io::Result<WayBack> {
+        let way_back = WayBack {
+            db: db.to_path_buf(),
+            folder: db.join(FOLDER),
+        };
+        fs::create_dir(&way_back.folder)?;
+        let made = way_back.keep(next_file);
+        if made.is_err() {
+            way_back.abandon();
+        }
+        made.map(|()| way_back)
+    }
+
+    /// Undoes an unfinished [`WayBack::make`] (LevelDB has not opened the database): the
+    /// moved files go back, the links go with the folder.
+    fn abandon(&self) {
+        let set_aside = self.folder.join(SET_ASIDE);
+        for name in names_in(&set_aside).unwrap_or_default() {
+            let _ = fs::rename(set_aside.join(&name), self.db.join(&name));
+        }
+        let _ = self.discard();
+    }
+
+    fn keep(&self, next_file: u64) -> io::Result<()> {
+        let (kept, set_aside) = (self.folder.join(KEPT), self.folder.join(SET_ASIDE));
+        fs::create_dir(&kept)?;
+        fs::create_dir(&set_aside)?;
+        for name in self.database_files()? {
+            let from = self.db.join(&name);
+            match parse_file_name(&name) {
+                Some((number, kind)) if number >= next_file && kind != FileKind::Log => {
+                    fs::rename(&from, set_aside.join(&name))?;
+                }
+                _ => fs::hard_link(&from, kept.join(&name))?,
+            }
+        }
+        for dir in [&kept, &set_aside, &self.db] {
+            sync_dir(dir)?;
+        }
+        fs::write(self.folder.join(MADE), "")?;
+        sync_dir(&self.folder)
+    }
+
+    /// The names in the database directory that are files of it (everything but
+    /// directories, `LOCK`, which the command holds, and a put-back's scratch name).
+    fn database_files(&self) -> io::Result<Vec<OsString>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(&self.db)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            if entry.file_type()?.is_dir() || name == "LOCK" || name == RESTORING {
+                continue;
+            }
+            names.push(name);
+        }
+        Ok(names)
+    }
+
+    /// Records what LevelDB read before the rewrite.
+    pub fn record_before(&self, digest: &Digest) -> io::Result<()> {
+        let path = self.folder.join(BEFORE);
+        fs::write(&path, format!("{digest}\n"))?;
+        File::open(&path)?.sync_all()?;
+        sync_dir(&self.folder)
+    }
+
+    /// What LevelDB read before the rewrite, if it was recorded.
+    pub fn before(&self) -> Option<Digest> {
+        fs::read_to_string(self.folder.join(BEFORE))
+            .ok()?
+            .parse()
+            .ok()
+    }
+
+    /// Whether putting the database back had begun.
+    pub fn putting_back(&self) -> bool {
+        self.folder.join(PUTTING_BACK).exists()
+    }
+
+    /// Whether the way back is whole: made in full, so that the database can be put back.
+    pub fn whole(&self) -> bool {
+        self.folder.join(MADE).exists()
+    }
+
+    /// Puts the database back exactly as it was, then removes the way back. Only for a
+    /// [`WayBack::whole`] one: every file not kept is removed.
+    pub fn put_back(&self) -> io::Result<()> {
+        if !self.whole() {
+            return Err(io::Error::other(
+                "the way back was not made in full; nothing put back",
+            ));
+        }
+        fs::write(self.folder.join(PUTTING_BACK), "")?;
+        sync_dir(&self.folder)?;
+        let (kept, set_aside) = (self.folder.join(KEPT), self.folder.join(SET_ASIDE));
+        let kept_names = names_in(&kept)?;
+        let current = OsString::from("CURRENT");
+        for name in kept_names
+            .iter()
+            .filter(|n| **n != current)
+            .chain(kept_names.get(&current))
+        {
+            self.restore(&kept.join(name), name)?;
+        }
+        sync_dir(&self.db)?;
+        for name in self.database_files()? {
+            if !kept_names.contains(&name) {
+                fs::remove_file(self.db.join(&name))?;
+            }
+        }
+        for name in names_in(&set_aside)? {
+            self.restore(&set_aside.join(&name), &name)?;
+        }
+        sync_dir(&self.db)?;
+        self.discard()
+    }
+
+    /// Makes `db/name` the file `kept` is (the same inode), atomically.
+    fn restore(&self, kept: &Path, name: &OsString) -> io::Result<()> {
+        let into = self.db.join(name);
+        let same = |a: &fs::Metadata, b: &fs::Metadata| a.dev() == b.dev() && a.ino() == b.ino();
+        if let (Ok(a), Ok(b)) = (into.symlink_metadata(), kept.symlink_metadata())
+            && same(&a, &b)
+        {
+            return Ok(());
+        }
+        let scratch = self.db.join(RESTORING);
+        match fs::remove_file(&scratch) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        fs::hard_link(kept, &scratch)?;
+        fs::rename(&scratch, &into)
+    }
+
+    /// Removes the way back (the upgrade is proven, or the database put back). It stops
+    /// being [`WayBack::whole`] first, so that an interrupted removal is never put back.
+    pub fn discard(&self) -> io::Result<()> {
+        for marker in [MADE, BEFORE, PUTTING_BACK] {
+            match fs::remove_file(self.folder.join(marker)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        sync_dir(&self.folder)?;
+        fs::remove_dir_all(&self.folder)?;
+        sync_dir(&self.db)
+    }
+}
+
+fn names_in(dir: &Path) -> io::Result<BTreeSet<OsString>> {
+    match fs::read_dir(dir) {
+        Ok(entries) => entries.map(|e| e.map(|e| e.file_name())).collect(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(BTreeSet::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Makes a directory's entries durable.
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn contents(dir: &Path) -> BTreeMap<OsString, Vec<u8>> {
+        fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_type().unwrap().is_file())
+            .map(|e| (e.file_name(), fs::read(e.path()).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn what_leveldb_may_create_is_set_aside_and_everything_comes_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path();
+        for (name, text) in [
+            ("CURRENT", "MANIFEST-000002\n"),
+            ("MANIFEST-000002", "manifest"),
+            ("000003.ldb", "live table"),
+            (
+                "000009.ldb",
+                "a table a crash left, numbered past next_file",
+            ),
+            ("000007.log", "a live log numbered past next_file"),
+            ("LOG", "info"),
+        ] {
+            fs::write(db.join(name), text).unwrap();
+        }
+        let original = contents(db);
+        let way_back = WayBack::make(db, 5).unwrap();
+        assert!(way_back.whole() && !db.join("000009.ldb").exists());
+        assert!(db.join("000007.log").exists());
+        // What LevelDB does: new files (one under the set-aside name), old ones deleted,
+        // CURRENT and LOG replaced by rename.
+        fs::write(db.join("MANIFEST-000005"), "new manifest").unwrap();
+        fs::write(db.join("000009.ldb"), "a new table").unwrap();
+        fs::remove_file(db.join("000003.ldb")).unwrap();
+        fs::remove_file(db.join("000007.log")).unwrap();
+        fs::write(db.join("CURRENT.tmp"), "MANIFEST-000005\n").unwrap();
+        fs::rename(db.join("CURRENT.tmp"), db.join("CURRENT")).unwrap();
+        fs::rename(db.join("LOG"), db.join("LOG.old")).unwrap();
+        way_back.put_back().unwrap();
+        assert_eq!(contents(db), original);
+        assert!(WayBack::found(db).is_none());
+    }
+
+    #[test]
+    fn an_interrupted_put_back_is_finished_and_a_discarded_one_never_put_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path();
+        fs::write(db.join("CURRENT"), "MANIFEST-000002\n").unwrap();
+        fs::write(db.join("000003.ldb"), "table").unwrap();
+        let original = contents(db);
+        let way_back = WayBack::make(db, 5).unwrap();
+        fs::remove_file(db.join("000003.ldb")).unwrap();
+        fs::write(db.join("000006.ldb"), "new").unwrap();
+        // Put back as far as its first restore, then stopped.
+        fs::write(way_back.folder.join(PUTTING_BACK), "").unwrap();
+        way_back
+            .restore(
+                &way_back.folder.join(KEPT).join("000003.ldb"),
+                &"000003.ldb".into(),
+            )
+            .unwrap();
+        let found = WayBack::found(db).unwrap();
+        assert!(found.putting_back() && found.whole());
+        found.put_back().unwrap();
+        assert_eq!(contents(db), original);
+        // A way back being discarded stops being whole before anything else goes.
+        let way_back = WayBack::make(db, 5).unwrap();
+        fs::remove_file(way_back.folder.join(MADE)).unwrap();
+        assert!(!way_back.whole() && way_back.put_back().is_err());
+        assert_eq!(contents(db), original);
+        way_back.discard().unwrap();
+    }
+}
