@@ -208,16 +208,26 @@ impl Analysis {
     fn skipped_lines(&self) -> impl Iterator<Item = String> {
         self.logs.iter().flat_map(|log| {
             log.skipped.iter().map(move |skip| {
+                let held = if skip.batches > 0 {
+                    format!(
+                        "with it {} in {} whose checksums hold",
+                        counted(skip.records, "intact record", "intact records"),
+                        counted(skip.batches, "write batch", "write batches"),
+                    )
+                } else {
+                    format!(
+                        "with it {} that are not zero (no intact record among them: records \
+                         were there, or garbage)",
+                        counted(skip.nonzero_bytes, "byte", "bytes")
+                    )
+                };
                 format!(
                     "warning: {}: at offset {}: a zeroed header; LevelDB's recovery skips the \
                      rest of its 32 KiB block without a word (even with paranoid checks), and \
-                     with it {} in {} whose checksums hold. Stock LevelDB does the same; they \
-                     are lost once LevelDB opens the database and deletes the log (`upgrade` \
-                     refuses it): copy the directory to keep them",
-                    log.file,
-                    skip.offset,
-                    counted(skip.records, "intact record", "intact records"),
-                    counted(skip.batches, "write batch", "write batches"),
+                     {held}. Stock LevelDB does the same; what is there is lost once LevelDB \
+                     opens the database and deletes the log (`upgrade` refuses it): copy the \
+                     directory to keep it",
+                    log.file, skip.offset,
                 )
             })
         })

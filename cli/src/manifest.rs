@@ -33,6 +33,8 @@ pub struct Version {
     pub last_sequence: u64,
     /// The next file number the MANIFEST records.
     pub next_file: u64,
+    /// The log number the MANIFEST records (logs below it are in tables).
+    pub log_number: u64,
     /// The number in the name of the MANIFEST `CURRENT` names (if it is LevelDB's form).
     pub manifest_number: Option<u64>,
 }
@@ -62,6 +64,9 @@ impl Version {
     ///   MANIFEST over the one it reads. (A live log numbered at or above it is what a crash
     ///   leaves between creating a log and recording it, and recovery marks each log's
     ///   number used before it creates one: `DBImpl::Recover`.)
+    /// - A log number at or above the next file number: opening the database, LevelDB
+    ///   records a new log numbered below it (`DB::Open`), which a LevelDB built with
+    ///   assertions (Debian's) aborts on (`VersionSet::LogAndApply`).
     /// - Fewer than [`SEQUENCE_ROOM`] sequence numbers left.
     pub fn hazards(&self, highest_logged: u64) -> Vec<String> {
         let mut hazards = Vec::new();
@@ -93,6 +98,14 @@ impl Version {
                  opening the database, LevelDB writes its new MANIFEST over this one (a crash \
                  meanwhile leaves no MANIFEST). {repair}",
                 self.next_file
+            ));
+        }
+        if self.log_number >= self.next_file {
+            hazards.push(format!(
+                "{manifest}: its log number {} is at or above its next file number {}: \
+                 opening the database, LevelDB records a new log numbered below it, and a \
+                 LevelDB built with assertions (Debian's) aborts. {repair}",
+                self.log_number, self.next_file
             ));
         }
         let highest = self.last_sequence.max(highest_logged);
@@ -207,11 +220,13 @@ pub struct LogReader {
     pub skipped: Vec<Skipped>,
 }
 
-/// The rest of a block LevelDB's log reader skips at a zeroed header: the header's offset,
-/// and the whole records with valid checksums that start in the skipped bytes.
+/// The rest of a block LevelDB's log reader skips at a zeroed header, where it is not all
+/// zeros (what preallocated space holds): the header's offset, how many of the skipped
+/// bytes are not zero, and the whole records with valid checksums that start in them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skipped {
     pub offset: usize,
+    pub nonzero: usize,
     pub records: Vec<LogRecord>,
 }
 
@@ -252,13 +267,15 @@ impl LogReader {
                 if self.fragment.is_some() {
                     return Err((at + pos, "error in middle of record".into()));
                 }
-                let records = intact_records(block, pos + HEADER_LEN)
-                    .into_iter()
-                    .map(|(offset, record)| (at + offset, record))
-                    .collect::<Vec<_>>();
-                if !records.is_empty() {
+                let nonzero = block[pos..].iter().filter(|&&b| b != 0).count();
+                if nonzero > 0 {
+                    let records = intact_records(block, pos + HEADER_LEN)
+                        .into_iter()
+                        .map(|(offset, record)| (at + offset, record))
+                        .collect();
                     self.skipped.push(Skipped {
                         offset: at + pos,
+                        nonzero,
                         records,
                     });
                 }
@@ -646,6 +663,7 @@ pub fn current_version(dir: &Path) -> Result<Version, Error> {
         logs,
         last_sequence: replayed.last_sequence,
         next_file: replayed.next_file,
+        log_number: replayed.log_number,
         manifest_number: manifest
             .file_name()
             .and_then(parse_file_name)

@@ -34,12 +34,14 @@ pub struct LogReport {
     pub sequences: Vec<(u64, u64)>,
 }
 
-/// Where LevelDB's log reader skips the rest of a block at a zeroed header, and what intact
-/// write batches the skipped bytes hold.
+/// Where LevelDB's log reader skips the rest of a block at a zeroed header that is not
+/// followed by zeros only, and what intact write batches the skipped bytes hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SkippedRecords {
     /// The zeroed header's offset.
     pub offset: u64,
+    /// How many of the skipped bytes are not zero.
+    pub nonzero_bytes: u64,
     /// Whole write batches with valid checksums in the skipped bytes.
     pub batches: u64,
     /// Their puts and deletions.
@@ -153,13 +155,12 @@ impl LogReport {
                 .iter()
                 .filter_map(|(_, batch)| batch_records(batch).ok());
             let (batches, records) = counts.fold((0, 0), |(b, r), n| (b + 1, r + n));
-            if batches > 0 {
-                self.skipped.push(SkippedRecords {
-                    offset: skip.offset as u64,
-                    batches,
-                    records,
-                });
-            }
+            self.skipped.push(SkippedRecords {
+                offset: skip.offset as u64,
+                nonzero_bytes: skip.nonzero as u64,
+                batches,
+                records,
+            });
         }
         self.damage = damage.or_else(|| {
             read.err().map(|(offset, what)| LogDamage {

@@ -2,6 +2,8 @@
 //! reading them back. (Not every test uses every helper.)
 #![allow(dead_code)]
 
+pub mod stock;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
