@@ -657,38 +657,26 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
     // The write lock first: a database in use, or one that cannot be written, is said at
     // once, before any table is read.
     let held = lock(path, true)?;
-    if let Some(left) = WayBack::found(path) {
-        settle(path, &held, &left, policy)?;
-    }
-    let analysis = analyze_all(path, true, None)?;
-    if !analysis.hazards.is_empty() {
+    if let Some(left) = WayBack::found(path).filter(|w| w.putting_back() && w.whole()) {
+        // Putting back had begun: it is finished before the database is read, since it is
+        // half one version and half the other until then.
+        left.put_back()
+            .map_err(|e| Failure::error(format!("{}: {e}", shown(left.folder()))))?;
         return Err(Failure::damaged(format!(
-            "{}: damaged: {}; not rewritten",
-            shown(path),
-            analysis.hazards.join("; ")
-        )));
-    }
-    if let Some(line) = analysis.skipped_lines().next() {
-        return Err(Failure::damaged(format!(
-            "{}: not rewritten: LevelDB would drop intact records for good ({line})",
+            "{}: an earlier upgrade could not prove its result and was putting the database \
+             back; that is finished, and the database is as it was before that upgrade. \
+             Nothing rewritten: run the upgrade again",
             shown(path)
         )));
     }
-    let before = analysis.tables.as_slice();
-    let damaged: Vec<&str> = before
-        .iter()
-        .filter(|t| !t.problems.is_empty())
-        .map(|t| t.file.as_str())
-        .chain(analysis.damaged_logs().map(|(log, _)| log.file.as_str()))
-        .chain(analysis.lost_at_open().map(|(file, _)| file))
-        .collect();
-    if !damaged.is_empty() {
-        return Err(Failure::damaged(format!(
-            "{}: damaged ({}: run `leveldb-bloom verify`); not rewritten",
-            shown(path),
-            damaged.join(", ")
-        )));
+    let mut analysis = rewritable(path)?;
+    if let Some(left) = WayBack::found(path) {
+        // Only a database the checks pass is opened to settle it; LevelDB's open changes
+        // its files, which are read again.
+        settle(path, &held, &left, policy)?;
+        analysis = rewritable(path)?;
     }
+    let before = analysis.tables.as_slice();
     let snappy = before.iter().any(|t| t.compressed_blocks > 0);
     emit(&report::summary("before", &report::total(before)))?;
     let way_back = WayBack::make(path, analysis.next_file).map_err(|e| {
@@ -789,6 +777,42 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
     Ok(PROBLEM)
 }
 
+/// The database at `path` read in full, if `upgrade` may hand it to LevelDB: no damage, no
+/// state LevelDB's recovery turns into loss, no intact log records LevelDB would skip.
+fn rewritable(path: &Path) -> Result<Analysis, Failure> {
+    let analysis = analyze_all(path, true, None)?;
+    if !analysis.hazards.is_empty() {
+        return Err(Failure::damaged(format!(
+            "{}: damaged: {}; not rewritten",
+            shown(path),
+            analysis.hazards.join("; ")
+        )));
+    }
+    if let Some(line) = analysis.skipped_lines().next() {
+        return Err(Failure::damaged(format!(
+            "{}: not rewritten: opening it, LevelDB would make a loss in its log final \
+             ({line})",
+            shown(path)
+        )));
+    }
+    let damaged: Vec<&str> = analysis
+        .tables
+        .iter()
+        .filter(|t| !t.problems.is_empty())
+        .map(|t| t.file.as_str())
+        .chain(analysis.damaged_logs().map(|(log, _)| log.file.as_str()))
+        .chain(analysis.lost_at_open().map(|(file, _)| file))
+        .collect();
+    if !damaged.is_empty() {
+        return Err(Failure::damaged(format!(
+            "{}: damaged ({}: run `leveldb-bloom verify`); not rewritten",
+            shown(path),
+            damaged.join(", ")
+        )));
+    }
+    Ok(analysis)
+}
+
 /// Puts the database back after `failure`, and says so with it.
 fn put_back(path: &Path, way_back: &WayBack, failure: Failure) -> Failure {
     match way_back.put_back() {
@@ -819,9 +843,9 @@ fn disk_full(message: &str) -> bool {
     message.contains("No space left") || message.contains("Disk quota")
 }
 
-/// Settles the way back an earlier, interrupted upgrade left: finishes putting the
-/// database back if that had begun (and stops), removes it if LevelDB had not begun
-/// rewriting or reads what it read before, and otherwise stops, touching nothing.
+/// Settles the way back an earlier, interrupted upgrade left (one that was not putting the
+/// database back): removes it if LevelDB had not begun rewriting or reads what it read
+/// before, and otherwise stops, touching nothing.
 fn settle(
     path: &Path,
     held: &DatabaseLock,
@@ -830,15 +854,6 @@ fn settle(
 ) -> Result<(), Failure> {
     let folder = shown(left.folder());
     let cannot = |e: std::io::Error| Failure::error(format!("{folder}: {e}"));
-    if left.putting_back() && left.whole() {
-        left.put_back().map_err(cannot)?;
-        return Err(Failure::damaged(format!(
-            "{}: an earlier upgrade could not prove its result and was putting the database \
-             back; that is finished, and the database is as it was before that upgrade. \
-             Nothing rewritten: run the upgrade again",
-            shown(path)
-        )));
-    }
     let Some(before) = left.before() else {
         // LevelDB had not begun rewriting: the database is what LevelDB's open left.
         return left.discard().map_err(cannot);

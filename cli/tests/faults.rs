@@ -321,6 +321,19 @@ fn an_upgrade_killed_before_its_proof_is_settled_by_the_next() {
     assert!(all_compact(&dir) && !way_back(&dir).exists());
     assert_reads(&dir, &expected, n);
 
+    // Killed while putting the database back (made here by marking the way back of a
+    // killed upgrade): the next upgrade finishes putting back, and stops.
+    let dir = tmp.path().join("killed-putting-back");
+    copy_db(&original, &dir);
+    let before = data_files(&dir);
+    assert_eq!(upgrade_with_fault(&dir, "kill").status.code(), None);
+    std::fs::write(way_back(&dir).join("putting-back"), "").unwrap();
+    let out = run_bounded(&["upgrade", dir.to_str().unwrap(), "--format", "compact"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(stderr(&out).contains("that is finished"), "{}", text(&out));
+    assert_eq!(data_files(&dir), before, "put back file for file");
+    assert!(!way_back(&dir).exists());
+
     // Killed, then a program writes: the next upgrade cannot tell that from a loss, touches
     // nothing and names both ways on; --undo puts back the files as they were before.
     let dir = tmp.path().join("killed-then-written");
