@@ -120,31 +120,6 @@ fn files_of(dir: &Path, pick: impl Fn(&str) -> bool) -> Vec<std::path::PathBuf> 
     files
 }
 
-fn varint(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// Appends a one-field version edit to the MANIFEST, as a whole log record.
-fn append_field(manifest: &Path, tag: u8, value: u64) {
-    let mut edit = vec![tag];
-    varint(value, &mut edit);
-    let mut bytes = std::fs::read(manifest).unwrap();
-    let left = 32768 - bytes.len() % 32768;
-    if left < 7 + edit.len() {
-        bytes.resize(bytes.len() + left, 0);
-    }
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&[1]), &edit);
-    bytes.extend_from_slice(&leveldb_bloom_cli::table::mask_crc(crc).to_le_bytes());
-    bytes.extend_from_slice(&(edit.len() as u16).to_le_bytes());
-    bytes.push(1);
-    bytes.extend_from_slice(&edit);
-    std::fs::write(manifest, bytes).unwrap();
-}
-
 /// Damages a byte range of `file`: flipped, zeroed, cut off or garbage appended.
 fn damage_bytes(file: &Path, rng: &mut fastrand::Rng) -> String {
     let mut bytes = std::fs::read(file).unwrap();
@@ -198,7 +173,7 @@ fn damage(dir: &Path, rng: &mut fastrand::Rng) -> String {
                 1 => (4, "last sequence number", (1 << 56) - rng.u64(1..10_000)),
                 _ => (2, "log number", rng.u64(0..20)),
             };
-            append_field(&manifest, tag, value);
+            append_edit(dir, field_edit(tag, value));
             format!("MANIFEST: {name} set to {value}")
         }
         7 if !tables.is_empty() => {

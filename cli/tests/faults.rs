@@ -633,12 +633,6 @@ fn mkfifo(path: &Path) {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
 }
 
-/// The MANIFEST's path, from CURRENT.
-fn manifest_of(dir: &Path) -> PathBuf {
-    let current = std::fs::read_to_string(dir.join("CURRENT")).unwrap();
-    dir.join(current.trim_end())
-}
-
 #[test]
 fn current_and_manifest_are_read_as_strictly_as_leveldb_reads_them() {
     let n = 3000;

@@ -202,3 +202,43 @@ pub fn data_files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
         .map(|(name, p)| (name, std::fs::read(p).unwrap()))
         .collect()
 }
+
+/// LevelDB's varint encoding of `v`, appended to `out`.
+pub fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// The MANIFEST `CURRENT` names.
+pub fn manifest_of(dir: &Path) -> PathBuf {
+    let current = std::fs::read_to_string(dir.join("CURRENT")).unwrap();
+    dir.join(current.trim_end())
+}
+
+/// Appends a version edit to the database's MANIFEST as one whole log record (in the next
+/// block if it does not fit this one, as LevelDB's log writer does).
+pub fn append_edit(dir: &Path, edit: Vec<u8>) {
+    let manifest = manifest_of(dir);
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    let left = 32768 - bytes.len() % 32768;
+    assert!(7 + edit.len() <= 32768, "the edit fits a block");
+    if left < 7 + edit.len() {
+        bytes.resize(bytes.len() + left, 0);
+    }
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&[1]), &edit);
+    bytes.extend_from_slice(&leveldb_bloom_cli::table::mask_crc(crc).to_le_bytes());
+    bytes.extend_from_slice(&(edit.len() as u16).to_le_bytes());
+    bytes.push(1);
+    bytes.extend_from_slice(&edit);
+    std::fs::write(manifest, bytes).unwrap();
+}
+
+/// A version edit of one MANIFEST field (LevelDB's tag and a varint).
+pub fn field_edit(tag: u8, value: u64) -> Vec<u8> {
+    let mut edit = vec![tag];
+    varint(value, &mut edit);
+    edit
+}
