@@ -1,6 +1,8 @@
 //! `leveldb-bloom`, the command: inspect, verify and upgrade the filters of a LevelDB
-//! database. The tables and logs are read here, in Rust ([`table`], [`manifest`], [`wal`]); only `upgrade`
-//! calls LevelDB ([`leveldb`]), so that LevelDB itself writes every new table.
+//! database. The tables and logs are read here, in Rust ([`table`], [`manifest`], [`wal`]);
+//! only `upgrade` ([`upgrade`]) calls LevelDB ([`leveldb`]), so that LevelDB itself writes
+//! every new table, and keeps the way back ([`way_back`]) until LevelDB reads the same
+//! records after it as before.
 
 pub mod commands;
 pub mod files;
@@ -11,5 +13,6 @@ pub mod lock;
 pub mod manifest;
 pub mod report;
 pub mod table;
+pub mod upgrade;
 pub mod wal;
 pub mod way_back;

@@ -8,9 +8,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use leveldb_bloom::Format;
-use leveldb_bloom_cli::commands;
 use leveldb_bloom_cli::leveldb::new_policy;
 use leveldb_bloom_cli::report::Keys;
+use leveldb_bloom_cli::{commands, upgrade};
 
 #[derive(Parser)]
 #[command(
@@ -131,7 +131,7 @@ fn main() -> ExitCode {
         Command::Verify { path, keys: k } => commands::verify(&path, keys(k)),
         Command::Upgrade {
             path, undo: true, ..
-        } => commands::undo(&path),
+        } => upgrade::undo(&path),
         Command::Upgrade {
             path,
             format,
@@ -139,7 +139,7 @@ fn main() -> ExitCode {
             undo: false,
         } => new_policy(format.expect("required without --undo"), bits_per_key)
             .map_err(commands::Failure::error)
-            .and_then(|policy| commands::upgrade(&path, policy)),
+            .and_then(|policy| upgrade::upgrade(&path, policy)),
     };
     match result {
         Ok(status) => ExitCode::from(status),
