@@ -14,6 +14,9 @@
 //!
 //! [`FilterBlockBuilder`] and [`FilterBlockReader`] handle the filter block of a table.
 //!
+//! With the `rusty-leveldb` feature, each policy is a filter policy of rusty-leveldb (the
+//! crates.io LevelDB): `options.filter_policy = Rc::new(Box::new(CompactPolicy::new(10.0)?))`.
+//!
 //! ```
 //! use leveldb_bloom::{BloomPolicy, FilterPolicy};
 //!
@@ -40,6 +43,8 @@ mod filter_block;
 mod hash;
 mod policy;
 mod remainder;
+#[cfg(feature = "rusty-leveldb")]
+mod rusty_leveldb_policy;
 mod stats;
 
 pub use any_policy::{AnyPolicy, Format};
@@ -48,7 +53,7 @@ pub use compact::CompactPolicy;
 pub use cpu::{Instructions, instructions};
 pub use error::Error;
 pub use filter_block::{FILTER_BASE_LG, FilterBlockBuilder, FilterBlockReader};
-pub use policy::{FilterPolicy, NAME};
+pub use policy::{FilterPolicy, MATCH_ALL_FILTER, NAME};
 pub use stats::{Counted, Stats, StatsSnapshot, global_stats, reset_global_stats};
 
 /// The Rust example of `docs/bindings.md`, compiled and run by `cargo test` (doc tests) so

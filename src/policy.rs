@@ -9,6 +9,12 @@ use crate::error::Error;
 /// every format: a compact policy keeps reading existing tables' Bloom filters.
 pub const NAME: &str = "leveldb.BuiltinBloomFilter2";
 
+/// The filter to store when none can be built (a size that overflows): its last byte, 0,
+/// makes every LevelDB reader (and both of this crate's formats) answer "may match", so the
+/// table stays correct, only unfiltered. An empty filter would answer "no match" for every
+/// key.
+pub const MATCH_ALL_FILTER: [u8; 2] = [0, 0];
+
 /// The filter-building step each format supplies. Sealed: only this crate's formats exist,
 /// so every filter built is exactly `filter_len` bytes, as the C library relies on.
 pub(crate) mod sealed {

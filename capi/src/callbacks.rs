@@ -8,11 +8,7 @@ use super::handle::leveldb_bloom_policy;
 use super::policy::{POLICY_NAME, leveldb_bloom_policy_destroy};
 use super::query::leveldb_bloom_key_may_match;
 use super::status::leveldb_bloom_status::*;
-use leveldb_bloom::FilterPolicy;
-
-/// The filter handed to LevelDB when no real one can be built: its `k` byte of 0 makes every
-/// LevelDB reader answer "may match", so the table stays correct, only unfiltered.
-const ALWAYS_MATCH_FILTER: [u8; 2] = [0, 0];
+use leveldb_bloom::{FilterPolicy, MATCH_ALL_FILTER};
 
 /// LevelDB's destructor callback: destroys the `leveldb_bloom_policy` passed as state.
 /// Called by `leveldb_filterpolicy_destroy`. NULL is a no-op.
@@ -53,7 +49,7 @@ pub unsafe extern "C" fn leveldb_bloom_cb_create_filter(
         // SAFETY: forwarded from this function's contract.
         unsafe { malloc_filter(state.cast(), key_array, key_length_array, num_keys) }
     });
-    let (filter, len) = built.unwrap_or_else(|_| malloc_copy(&ALWAYS_MATCH_FILTER));
+    let (filter, len) = built.unwrap_or_else(|_| malloc_copy(&MATCH_ALL_FILTER));
     // SAFETY: checked non-NULL above; the caller guarantees it is writable.
     unsafe { *filter_length = len };
     filter.cast()

@@ -17,6 +17,14 @@ unsafe extern "C" {
         n: usize,
         bits_per_key: i32,
     ) -> i32;
+    fn leveldb_bloom_oracle_bloom_filter(
+        keys: *const *const c_char,
+        lens: *const usize,
+        n: usize,
+        bits_per_key: i32,
+        out: *mut c_char,
+        capacity: usize,
+    ) -> i64;
 }
 
 fn c_path(path: &Path) -> CString {
@@ -49,4 +57,27 @@ pub fn write_table<K: AsRef<[u8]>>(path: &Path, keys: &[K], bits_per_key: i32) -
         )
     };
     rc == 0
+}
+
+/// The filter LevelDB's own Bloom policy (`NewBloomFilterPolicy(bits_per_key)`) builds for
+/// `keys`.
+pub fn bloom_filter<K: AsRef<[u8]>>(keys: &[K], bits_per_key: i32) -> Vec<u8> {
+    let ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ref().as_ptr().cast()).collect();
+    let lens: Vec<usize> = keys.iter().map(|k| k.as_ref().len()).collect();
+    // LevelDB's filter: at least 64 bits, at most a byte per bit per key, and its k byte.
+    let capacity = 8 + keys.len() * bits_per_key.max(1) as usize + 1;
+    let mut out = vec![0u8; capacity];
+    // SAFETY: arrays of `keys.len()` live keys and lengths; `out` holds `capacity` bytes.
+    let len = unsafe {
+        leveldb_bloom_oracle_bloom_filter(
+            ptrs.as_ptr(),
+            lens.as_ptr(),
+            keys.len(),
+            bits_per_key,
+            out.as_mut_ptr().cast(),
+            capacity,
+        )
+    };
+    out.truncate(usize::try_from(len).expect("the filter fits"));
+    out
 }

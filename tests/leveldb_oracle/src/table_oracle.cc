@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <leveldb/env.h>
 #include <leveldb/filter_policy.h>
@@ -35,4 +36,19 @@ extern "C" int leveldb_bloom_oracle_write_table(const char* path, const char* co
   for (size_t i = 0; i < n; i++) builder.Add(leveldb::Slice(keys[i], lens[i]), "v");
   if (!builder.Finish().ok() || !file->Close().ok()) return -1;
   return 0;
+}
+
+// The filter LevelDB's own Bloom policy (NewBloomFilterPolicy(bits_per_key)) builds for the
+// n keys, written to `out` (room for `capacity` bytes); its length, or -1 if it does not fit.
+extern "C" int64_t leveldb_bloom_oracle_bloom_filter(const char* const* keys, const size_t* lens,
+                                                     size_t n, int bits_per_key, char* out,
+                                                     size_t capacity) {
+  std::unique_ptr<const leveldb::FilterPolicy> policy(leveldb::NewBloomFilterPolicy(bits_per_key));
+  std::vector<leveldb::Slice> slices;
+  for (size_t i = 0; i < n; i++) slices.emplace_back(keys[i], lens[i]);
+  std::string filter;
+  policy->CreateFilter(slices.data(), static_cast<int>(n), &filter);
+  if (filter.size() > capacity) return -1;
+  filter.copy(out, filter.size());
+  return static_cast<int64_t>(filter.size());
 }
