@@ -14,7 +14,7 @@ use crate::manifest;
 use crate::report::{self, Keys, TableReport};
 use crate::table::OpenTable;
 use crate::wal::{self, LogDamage, LogReport};
-use crate::way_back::WayBack;
+use crate::way_back::{Found, WayBack};
 
 /// All is well.
 pub const OK: u8 = 0;
@@ -173,8 +173,8 @@ pub(crate) struct Analysis {
     pub(crate) hazards: Vec<String>,
     /// The MANIFEST's next file number.
     pub(crate) next_file: u64,
-    /// The way back an upgrade that did not finish left.
-    way_back: Option<PathBuf>,
+    /// The way back an upgrade that did not finish left (or what else holds its name).
+    way_back: Found,
 }
 
 /// A table file outside the current version: how many of its records the version (its
@@ -193,15 +193,22 @@ impl Analysis {
 
     /// What to say of a way back an upgrade that did not finish left.
     fn way_back_line(&self) -> Option<String> {
-        self.way_back.as_ref().map(|folder| {
-            format!(
+        match &self.way_back {
+            Found::Nothing => None,
+            Found::WayBack(way_back) => Some(format!(
                 "warning: {}: an upgrade that did not finish kept the database's files as they \
                  were before it here (holding their space); the next `leveldb-bloom upgrade` \
                  removes it once LevelDB reads the records it read before, and `leveldb-bloom \
                  upgrade --undo` puts those files back",
-                shown(folder)
-            )
-        })
+                shown(way_back.folder())
+            )),
+            Found::Foreign(name) => Some(format!(
+                "warning: {}: holds the name of the folder `upgrade` keeps its way back in, and \
+                 is not one (a file or a link); `upgrade` refuses the database until it is \
+                 moved away",
+                shown(name)
+            )),
+        }
     }
 
     /// What to say of the intact records LevelDB's recovery skips in the logs.
@@ -393,9 +400,11 @@ pub(crate) fn analyze_all(
         last_sequence,
         hazards,
         next_file: target.version.as_ref().map_or(0, |v| v.next_file),
-        way_back: database
-            .then(|| WayBack::found(path).map(|w| w.folder().to_path_buf()))
-            .flatten(),
+        way_back: if database {
+            WayBack::found(path)
+        } else {
+            Found::Nothing
+        },
     })
 }
 

@@ -11,16 +11,17 @@ use crate::leveldb::{Db, builds};
 use crate::lock::DatabaseLock;
 use crate::manifest;
 use crate::report::{self, TableReport};
-use crate::way_back::{self, WayBack};
+use crate::way_back::{self, Fingerprint, Found, WayBack};
 use leveldb_bloom::AnyPolicy;
 
 /// `upgrade PATH --format F [--bits-per-key N]`: LevelDB rewrites every table with the
 /// new policy. Its own compaction writes the new tables and then the MANIFEST that names
 /// them, so the database stays readable whatever fails on the way. The upgrade proves its
-/// own result: what LevelDB reads after it (reopening the database) must be what it read
-/// before, record for record, or the database is put back exactly as it was
-/// ([`WayBack`]). Succeeds only when, besides, every table of the current version carries
-/// the new filters and LevelDB reported no error.
+/// own result: what LevelDB reads after the rewrite must be what it read before, record for
+/// record, or the database is put back exactly as it was ([`WayBack`]), unless another
+/// process wrote to it meanwhile (LevelDB's closing releases the process's lock until the
+/// command takes it back), whose writes are never undone. Succeeds only when, besides, every
+/// table of the current version carries the new filters and LevelDB reported no error.
 pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
     if !path.is_dir() || !manifest::is_database(path) {
         return Err(Failure::error(format!(
@@ -29,45 +30,33 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
         )));
     }
     // The write lock first: a database in use, or one that cannot be written, is said at
-    // once, before any table is read.
+    // once, before any table is read. A LOCK file the command creates for a database it
+    // then refuses is removed again: a refusal changes no file.
+    let created_lock = path.join("LOCK").symlink_metadata().is_err();
     let held = lock(path, true)?;
-    if let Some(left) = WayBack::found(path).filter(|w| w.putting_back() && w.whole()) {
-        // Putting back had begun: it is finished before the database is read, since it is
-        // half one version and half the other until then.
-        left.put_back()
-            .map_err(|e| Failure::error(format!("{}: {e}", shown(left.folder()))))?;
-        return Err(Failure::damaged(format!(
-            "{}: an earlier upgrade could not prove its result and was putting the database \
-             back; that is finished, and the database is as it was before that upgrade. \
-             Nothing rewritten: run the upgrade again",
-            shown(path)
-        )));
+    let prepared = prepare(path, &held, policy);
+    if prepared.is_err() && created_lock {
+        let _ = std::fs::remove_file(path.join("LOCK"));
     }
-    let mut analysis = rewritable(path)?;
-    if let Some(left) = WayBack::found(path) {
-        // Only a database the checks pass is opened to settle it; LevelDB's open changes
-        // its files, which are read again.
-        settle(path, &held, &left, policy)?;
-        analysis = rewritable(path)?;
-    }
+    let (analysis, way_back) = prepared?;
     let before = analysis.tables.as_slice();
     let snappy = before.iter().any(|t| t.compressed_blocks > 0);
-    emit(&report::summary("before", &report::total(before)))?;
-    let way_back = WayBack::make(path, analysis.next_file).map_err(|e| {
-        Failure::error(format!(
-            "{}: cannot keep the way back in {} ({e}); nothing rewritten",
-            shown(path),
-            shown(&path.join(way_back::FOLDER))
-        ))
-    })?;
-    let rewritten = (|| {
-        let db = Db::open(path, Some(policy), snappy, false).map_err(|e| {
-            if e.starts_with("Corruption:") {
+    // What the directory holds before LevelDB opens it: a failed open changes nothing
+    // else (LevelDB's info log aside).
+    let unopened = Fingerprint::of(path).map_err(|e| cannot_fingerprint(path, &e))?;
+    let db = match Db::open(path, Some(policy), snappy, false) {
+        Ok(db) => db,
+        Err(e) => {
+            let failure = if e.starts_with("Corruption:") {
                 Failure::damaged(corruption_at_open(path, &e))
             } else {
                 Failure::error(open_failure(path, &e))
-            }
-        })?;
+            };
+            // LevelDB's failed open released the process's lock.
+            return Err(put_back(path, &held, &way_back, &unopened, failure));
+        }
+    };
+    let checked = (|| {
         let read = db.digest().map_err(|e| {
             Failure::damaged(format!(
                 "{}: LevelDB cannot read every record ({e}); run `leveldb-bloom verify`",
@@ -80,32 +69,32 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
                 shown(way_back.folder())
             ))
         })?;
-        Ok((read, rewrite_all(&db, before).err()))
+        let leveldb_error = rewrite_all(&db, before).err();
+        // The same records, read again through the rewritten tables.
+        let after = db.digest();
+        Ok((read, after, leveldb_error))
     })();
-    // Closing the database released the process's lock: take it back before any file is
-    // touched again.
-    held.retake().map_err(|e| lock_failure(path, true, e))?;
-    let (read_before, leveldb_error) = match rewritten {
+    // The files as LevelDB leaves them, before closing releases the process's lock.
+    let as_left = Fingerprint::of(path).map_err(|e| cannot_fingerprint(path, &e));
+    drop(db);
+    let as_left = as_left?;
+    let (read_before, read_after, leveldb_error) = match checked {
         Ok(done) => done,
-        Err(failure) => return Err(put_back(path, &way_back, failure)),
+        Err(failure) => return Err(put_back(path, &held, &way_back, &as_left, failure)),
     };
-    let read_after = Db::open(path, Some(policy), snappy, false).and_then(|db| db.digest());
-    held.retake().map_err(|e| lock_failure(path, true, e))?;
     if read_after.as_ref() != Ok(&read_before) {
         let after = match &read_after {
             Ok(read) => format!("{read} after it"),
             Err(e) => format!("cannot read it after it ({e})"),
         };
-        return Err(put_back(
-            path,
-            &way_back,
-            Failure::damaged(format!(
-                "{}: LevelDB read {read_before} before the rewrite and {after}: the upgrade \
-                 is not proven",
-                shown(path)
-            )),
+        let failure = Failure::damaged(format!(
+            "{}: LevelDB read {read_before} before the rewrite and {after}: the upgrade is \
+             not proven",
+            shown(path)
         ));
+        return Err(put_back(path, &held, &way_back, &as_left, failure));
     }
+    // Proven: the way back goes, whoever holds the database now.
     way_back.discard().map_err(|e| {
         Failure::error(format!(
             "{}: the upgrade is proven, but its way back could not be removed ({e}); remove \
@@ -114,6 +103,8 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
             shown(way_back.folder())
         ))
     })?;
+    // Closing the database released the process's lock: take it back to read the result.
+    held.retake().map_err(|e| lock_failure(path, true, e))?;
     let after = analyze_all(path, true, None)?.tables;
     emit(&report::summary("after", &report::total(&after)))?;
     let stale: Vec<&str> = after
@@ -187,9 +178,70 @@ fn rewritable(path: &Path) -> Result<Analysis, Failure> {
     Ok(analysis)
 }
 
-/// Puts the database back after `failure`, and says so with it.
-fn put_back(path: &Path, way_back: &WayBack, failure: Failure) -> Failure {
-    match way_back.put_back() {
+/// Everything before LevelDB opens the database: a put-back an interrupted upgrade began is
+/// finished (and the command stops), the database is read and checked, a way back an
+/// interrupted upgrade left is settled, and the way back of this upgrade is made.
+fn prepare(
+    path: &Path,
+    held: &DatabaseLock,
+    policy: AnyPolicy,
+) -> Result<(Analysis, WayBack), Failure> {
+    let left = match WayBack::found(path) {
+        Found::Foreign(name) => {
+            return Err(Failure::error(format!(
+                "{}: something that is not the command's folder holds the name of its way \
+                 back (a file or a link); move it away and run again; nothing rewritten",
+                shown(&name)
+            )));
+        }
+        Found::WayBack(left) => Some(left),
+        Found::Nothing => None,
+    };
+    if let Some(left) = left.as_ref().filter(|w| w.putting_back() && w.whole()) {
+        // Putting back had begun: it is finished before the database is read, since it is
+        // half one version and half the other until then, unless another process wrote.
+        return Err(match left.resume_put_back() {
+            Ok(()) => Failure::damaged(format!(
+                "{}: an earlier upgrade could not prove its result and was putting the \
+                 database back; that is finished, and the database is as it was before that \
+                 upgrade. Nothing rewritten: run the upgrade again",
+                shown(path)
+            )),
+            Err(e) => kept_back(path, left, &e.to_string()),
+        });
+    }
+    let mut analysis = rewritable(path)?;
+    if let Some(left) = left {
+        // Only a database the checks pass is opened to settle it; LevelDB's open changes
+        // its files, which are read again.
+        settle(path, held, &left, policy)?;
+        analysis = rewritable(path)?;
+    }
+    emit(&report::summary("before", &report::total(&analysis.tables)))?;
+    let way_back = WayBack::make(path, analysis.next_file).map_err(|e| {
+        Failure::error(format!(
+            "{}: cannot keep the way back in {} ({e}); nothing rewritten",
+            shown(path),
+            shown(&path.join(way_back::FOLDER))
+        ))
+    })?;
+    Ok((analysis, way_back))
+}
+
+/// Puts the database back after `failure` (LevelDB closed), and says so with it: once the
+/// lock is taken back, and only if the files are still `as_left`.
+fn put_back(
+    path: &Path,
+    held: &DatabaseLock,
+    way_back: &WayBack,
+    as_left: &Fingerprint,
+    failure: Failure,
+) -> Failure {
+    if let Err(e) = held.retake() {
+        let in_use = lock_failure(path, true, e).message;
+        return kept_back(path, way_back, &format!("{}; {in_use}", failure.message));
+    }
+    match way_back.put_back(as_left) {
         Ok(()) => Failure {
             message: format!(
                 "{}; the database is put back exactly as it was{}",
@@ -202,14 +254,26 @@ fn put_back(path: &Path, way_back: &WayBack, failure: Failure) -> Failure {
             ),
             ..failure
         },
-        Err(e) => Failure::error(format!(
-            "{}; putting the database back failed ({e}): {} holds its files as they were, \
-             and `leveldb-bloom upgrade --undo {}` puts them back",
-            failure.message,
-            shown(way_back.folder()),
-            shown(path)
-        )),
+        Err(e) => kept_back(path, way_back, &format!("{}; {e}", failure.message)),
     }
+}
+
+/// What to say when the database is left as it is, its way back kept: `why`, and the ways on.
+fn kept_back(path: &Path, way_back: &WayBack, why: &str) -> Failure {
+    Failure::damaged(format!(
+        "{why}. Not put back: {} holds the database's files as they were before the upgrade. \
+         To keep the database as it is, remove that folder; to put those files back (which \
+         drops whatever was written since), run `leveldb-bloom upgrade --undo {}`",
+        shown(way_back.folder()),
+        shown(path)
+    ))
+}
+
+fn cannot_fingerprint(path: &Path, e: &std::io::Error) -> Failure {
+    Failure::error(format!(
+        "{}: cannot list the database's files ({e})",
+        shown(path)
+    ))
 }
 
 /// Whether a LevelDB message says the disk is full.
@@ -229,8 +293,10 @@ fn settle(
     let folder = shown(left.folder());
     let cannot = |e: std::io::Error| Failure::error(format!("{folder}: {e}"));
     let Some(before) = left.before() else {
-        // LevelDB had not begun rewriting: the database is what LevelDB's open left.
-        return left.discard().map_err(cannot);
+        // LevelDB had not begun rewriting: the database is what LevelDB's open left. Files
+        // moved out of LevelDB's way go back where their names are free.
+        left.abandon();
+        return Ok(());
     };
     let now = Db::open(path, Some(policy), true, false).and_then(|db| db.digest());
     held.retake().map_err(|e| lock_failure(path, true, e))?;
@@ -249,7 +315,8 @@ fn settle(
     }
 }
 
-/// `upgrade --undo PATH`: puts back the files an interrupted upgrade kept.
+/// `upgrade --undo PATH`: puts back the files an interrupted upgrade kept, whatever was
+/// written since (the operator's call).
 pub fn undo(path: &Path) -> Result<u8, Failure> {
     if !path.is_dir() || !manifest::is_database(path) {
         return Err(Failure::error(format!(
@@ -258,20 +325,30 @@ pub fn undo(path: &Path) -> Result<u8, Failure> {
         )));
     }
     let _held = lock(path, true)?;
-    let Some(left) = WayBack::found(path) else {
-        return Err(Failure::error(format!(
-            "{}: no upgrade left a way back here; nothing to put back",
-            shown(path)
-        )));
+    let left = match WayBack::found(path) {
+        Found::WayBack(left) => left,
+        Found::Nothing => {
+            return Err(Failure::error(format!(
+                "{}: no upgrade left a way back here; nothing to put back",
+                shown(path)
+            )));
+        }
+        Found::Foreign(name) => {
+            return Err(Failure::error(format!(
+                "{}: not the command's folder (a file or a link); nothing to put back",
+                shown(&name)
+            )));
+        }
     };
     if !left.whole() {
         return Err(Failure::error(format!(
             "{}: the upgrade that left it stopped before LevelDB opened the database, while \
-             making it; nothing to put back (the next upgrade removes it)",
+             making it; nothing to put back (the next upgrade removes it, moving back what it \
+             had moved aside)",
             shown(left.folder())
         )));
     }
-    left.put_back()
+    left.put_back_anyway()
         .map_err(|e| Failure::error(format!("{}: {e}", shown(left.folder()))))?;
     emit("put back: the database is as it was before the upgrade that did not finish\n")?;
     Ok(OK)

@@ -38,8 +38,8 @@ const SET_ASIDE: &str = "set-aside";
 const MADE: &str = "made";
 const BEFORE: &str = "before";
 const PUTTING_BACK: &str = "putting-back";
-/// The name a kept file is linked under before it is renamed into place.
-const RESTORING: &str = ".leveldb-bloom-restoring";
+/// The name (in the folder) a kept file is linked under before it is renamed into place.
+const RESTORING: &str = "restoring";
 
 /// The way back of the database in `db`.
 #[derive(Debug)]
@@ -48,14 +48,96 @@ pub struct WayBack {
     folder: PathBuf,
 }
 
+/// What holds the folder's name in a database directory.
+#[derive(Debug)]
+pub enum Found {
+    /// Nothing: no upgrade left a way back.
+    Nothing,
+    /// A way back an earlier upgrade left.
+    WayBack(WayBack),
+    /// Something else under that name (a file, a symbolic link): not the command's.
+    Foreign(PathBuf),
+}
+
+/// Every file of a database directory as it stands (each name, device, inode and length;
+/// LevelDB's info logs, `LOCK` and directories left out), to tell whether another process
+/// wrote between two moments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fingerprint(BTreeSet<(OsString, u64, u64, u64)>);
+
+impl Fingerprint {
+    /// The files of the database directory `db` now.
+    pub fn of(db: &Path) -> io::Result<Fingerprint> {
+        let mut files = BTreeSet::new();
+        for name in database_files(db)? {
+            if name == "LOG" || name == "LOG.old" {
+                continue;
+            }
+            let meta = db.join(&name).symlink_metadata()?;
+            files.insert((name, meta.dev(), meta.ino(), meta.len()));
+        }
+        Ok(Fingerprint(files))
+    }
+
+    fn parse(text: &str) -> Option<Fingerprint> {
+        let mut files = BTreeSet::new();
+        for line in text.lines() {
+            let mut fields = line.splitn(4, ' ');
+            let mut number = || fields.next()?.parse::<u64>().ok();
+            let (dev, ino, len) = (number()?, number()?, number()?);
+            files.insert((OsString::from(fields.next()?), dev, ino, len));
+        }
+        Some(Fingerprint(files))
+    }
+
+    fn text(&self) -> Option<String> {
+        let mut text = String::new();
+        for (name, dev, ino, len) in &self.0 {
+            text += &format!("{dev} {ino} {len} {}\n", name.to_str()?);
+        }
+        Some(text)
+    }
+}
+
+/// Why a way back was not put back.
+#[derive(Debug)]
+pub enum PutBackError {
+    /// The database changed since it was last the command's (another process wrote):
+    /// nothing was touched.
+    Changed,
+    Io(io::Error),
+}
+
+impl From<io::Error> for PutBackError {
+    fn from(e: io::Error) -> PutBackError {
+        PutBackError::Io(e)
+    }
+}
+
+impl std::fmt::Display for PutBackError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PutBackError::Changed => f.write_str(
+                "the database changed after the command last held it (another process wrote \
+                 to it)",
+            ),
+            PutBackError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
 impl WayBack {
-    /// The way back an earlier upgrade left in `db`, if any.
-    pub fn found(db: &Path) -> Option<WayBack> {
+    /// What holds the folder's name in `db`: only a real directory is a way back.
+    pub fn found(db: &Path) -> Found {
         let folder = db.join(FOLDER);
-        folder.symlink_metadata().is_ok().then(|| WayBack {
-            db: db.to_path_buf(),
-            folder,
-        })
+        match folder.symlink_metadata() {
+            Err(_) => Found::Nothing,
+            Ok(meta) if meta.is_dir() => Found::WayBack(WayBack {
+                db: db.to_path_buf(),
+                folder,
+            }),
+            Ok(_) => Found::Foreign(folder),
+        }
     }
 
     /// The folder, for messages.
@@ -80,10 +162,12 @@ impl WayBack {
 
     /// Undoes an unfinished [`WayBack::make`] (LevelDB has not opened the database): the
     /// moved files go back, the links go with the folder.
-    fn abandon(&self) {
+    pub fn abandon(&self) {
         let set_aside = self.folder.join(SET_ASIDE);
         for name in names_in(&set_aside).unwrap_or_default() {
-            let _ = fs::rename(set_aside.join(&name), self.db.join(&name));
+            // Only where the name is free (a link never replaces a file): a file another
+            // process made since under that name stays.
+            let _ = fs::hard_link(set_aside.join(&name), self.db.join(&name));
         }
         let _ = self.discard();
     }
@@ -108,19 +192,8 @@ impl WayBack {
         sync_dir(&self.folder)
     }
 
-    /// The names in the database directory that are files of it (everything but
-    /// directories, `LOCK`, which the command holds, and a put-back's scratch name).
     fn database_files(&self) -> io::Result<Vec<OsString>> {
-        let mut names = Vec::new();
-        for entry in fs::read_dir(&self.db)? {
-            let entry = entry?;
-            let name = entry.file_name();
-            if entry.file_type()?.is_dir() || name == "LOCK" || name == RESTORING {
-                continue;
-            }
-            names.push(name);
-        }
-        Ok(names)
+        database_files(&self.db)
     }
 
     /// Records what LevelDB read before the rewrite.
@@ -149,16 +222,71 @@ impl WayBack {
         self.folder.join(MADE).exists()
     }
 
-    /// Puts the database back exactly as it was, then removes the way back. Only for a
-    /// [`WayBack::whole`] one: every file not kept is removed.
-    pub fn put_back(&self) -> io::Result<()> {
+    /// Puts the database back exactly as it was, then removes the way back, if the database
+    /// is still `as_left` (what it was when the command last held it: another process's
+    /// writes are never undone). Only for a [`WayBack::whole`] one: every file not kept is
+    /// removed.
+    pub fn put_back(&self, as_left: &Fingerprint) -> Result<(), PutBackError> {
         if !self.whole() {
-            return Err(io::Error::other(
-                "the way back was not made in full; nothing put back",
-            ));
+            return Err(
+                io::Error::other("the way back was not made in full; nothing put back").into(),
+            );
         }
-        fs::write(self.folder.join(PUTTING_BACK), "")?;
-        sync_dir(&self.folder)?;
+        if Fingerprint::of(&self.db)? != *as_left {
+            return Err(PutBackError::Changed);
+        }
+        self.begin_put_back(as_left)?;
+        self.finish_put_back()
+    }
+
+    /// Records that putting back begins from the files `as_left` (what
+    /// [`WayBack::resume_put_back`] accounts for).
+    pub fn begin_put_back(&self, as_left: &Fingerprint) -> io::Result<()> {
+        let text = as_left
+            .text()
+            .ok_or_else(|| io::Error::other("a file name that is not UTF-8"))?;
+        fs::write(self.folder.join(PUTTING_BACK), text)?;
+        sync_dir(&self.folder)
+    }
+
+    /// Finishes a put-back an interrupted run began, if every file of the database is one it
+    /// accounts for: as the database was when putting back began, or put back already.
+    pub fn resume_put_back(&self) -> Result<(), PutBackError> {
+        let began = fs::read_to_string(self.folder.join(PUTTING_BACK))
+            .ok()
+            .and_then(|text| Fingerprint::parse(&text))
+            .ok_or_else(|| io::Error::other("the put-back's record cannot be read"))?;
+        let (kept, set_aside) = (self.folder.join(KEPT), self.folder.join(SET_ASIDE));
+        let ours = |dir: &Path| -> io::Result<BTreeSet<(u64, u64)>> {
+            names_in(dir)?
+                .iter()
+                .map(|n| dir.join(n).symlink_metadata().map(|m| (m.dev(), m.ino())))
+                .collect()
+        };
+        let (kept_files, set_aside_files) = (ours(&kept)?, ours(&set_aside)?);
+        let now = Fingerprint::of(&self.db)?;
+        let accounted = now.0.iter().all(|(name, dev, ino, len)| {
+            let file = (*dev, *ino);
+            began.0.contains(&(name.clone(), *dev, *ino, *len))
+                || kept_files.contains(&file)
+                || set_aside_files.contains(&file)
+        });
+        if !accounted {
+            return Err(PutBackError::Changed);
+        }
+        self.finish_put_back()
+    }
+
+    /// Puts the database back whatever it holds now (`upgrade --undo`: the operator's call).
+    pub fn put_back_anyway(&self) -> Result<(), PutBackError> {
+        if !self.putting_back() {
+            let as_is = Fingerprint::of(&self.db)?;
+            return self.put_back(&as_is);
+        }
+        self.finish_put_back()
+    }
+
+    fn finish_put_back(&self) -> Result<(), PutBackError> {
         let (kept, set_aside) = (self.folder.join(KEPT), self.folder.join(SET_ASIDE));
         let kept_names = names_in(&kept)?;
         let current = OsString::from("CURRENT");
@@ -179,7 +307,7 @@ impl WayBack {
             self.restore(&set_aside.join(&name), &name)?;
         }
         sync_dir(&self.db)?;
-        self.discard()
+        Ok(self.discard()?)
     }
 
     /// Makes `db/name` the file `kept` is (the same inode), atomically.
@@ -191,7 +319,7 @@ impl WayBack {
         {
             return Ok(());
         }
-        let scratch = self.db.join(RESTORING);
+        let scratch = self.folder.join(RESTORING);
         match fs::remove_file(&scratch) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
             _ => {}
@@ -213,6 +341,21 @@ impl WayBack {
         fs::remove_dir_all(&self.folder)?;
         sync_dir(&self.db)
     }
+}
+
+/// The names in the database directory `db` that are files of it (everything but
+/// directories and `LOCK`, which the command holds).
+fn database_files(db: &Path) -> io::Result<Vec<OsString>> {
+    let mut names = Vec::new();
+    for entry in fs::read_dir(db)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if entry.file_type()?.is_dir() || name == "LOCK" {
+            continue;
+        }
+        names.push(name);
+    }
+    Ok(names)
 }
 
 fn names_in(dir: &Path) -> io::Result<BTreeSet<OsString>> {
@@ -272,9 +415,17 @@ mod tests {
         fs::write(db.join("CURRENT.tmp"), "MANIFEST-000005\n").unwrap();
         fs::rename(db.join("CURRENT.tmp"), db.join("CURRENT")).unwrap();
         fs::rename(db.join("LOG"), db.join("LOG.old")).unwrap();
-        way_back.put_back().unwrap();
+        let as_left = Fingerprint::of(db).unwrap();
+        // Another process's write since: nothing is touched.
+        fs::write(db.join("000010.log"), "another process").unwrap();
+        assert!(matches!(
+            way_back.put_back(&as_left),
+            Err(PutBackError::Changed)
+        ));
+        fs::remove_file(db.join("000010.log")).unwrap();
+        way_back.put_back(&as_left).unwrap();
         assert_eq!(contents(db), original);
-        assert!(WayBack::found(db).is_none());
+        assert!(matches!(WayBack::found(db), Found::Nothing));
     }
 
     #[test]
@@ -288,21 +439,26 @@ mod tests {
         fs::remove_file(db.join("000003.ldb")).unwrap();
         fs::write(db.join("000006.ldb"), "new").unwrap();
         // Put back as far as its first restore, then stopped.
-        fs::write(way_back.folder.join(PUTTING_BACK), "").unwrap();
+        way_back
+            .begin_put_back(&Fingerprint::of(db).unwrap())
+            .unwrap();
         way_back
             .restore(
                 &way_back.folder.join(KEPT).join("000003.ldb"),
                 &"000003.ldb".into(),
             )
             .unwrap();
-        let found = WayBack::found(db).unwrap();
+        let Found::WayBack(found) = WayBack::found(db) else {
+            panic!("the way back is found");
+        };
         assert!(found.putting_back() && found.whole());
-        found.put_back().unwrap();
+        found.resume_put_back().unwrap();
         assert_eq!(contents(db), original);
         // A way back being discarded stops being whole before anything else goes.
         let way_back = WayBack::make(db, 5).unwrap();
         fs::remove_file(way_back.folder.join(MADE)).unwrap();
-        assert!(!way_back.whole() && way_back.put_back().is_err());
+        let as_is = Fingerprint::of(db).unwrap();
+        assert!(!way_back.whole() && way_back.put_back(&as_is).is_err());
         assert_eq!(contents(db), original);
         way_back.discard().unwrap();
     }

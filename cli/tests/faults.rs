@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use common::*;
 use leveldb_bloom_cli::leveldb::Db;
+use leveldb_bloom_cli::way_back::{Fingerprint, Found, WayBack};
 use serde_json::Value;
 
 /// Whether every live table of the database carries compact filters (the upgrade's work):
@@ -269,8 +270,72 @@ fn upgrade_with_fault(dir: &Path, fault: &str) -> std::process::Output {
     let mut cmd = command();
     cmd.args(["upgrade", dir.to_str().unwrap(), "--format", "compact"])
         .env("LD_PRELOAD", compaction_fault())
-        .env("LEVELDB_BLOOM_FAULT", fault);
+        .env("LEVELDB_BLOOM_FAULT", fault)
+        .env("LEVELDB_BLOOM_FAULT_DB", dir);
     run_within(cmd, LIMIT)
+}
+
+/// What stock LevelDB reads of `key` in the database `dir` (from a copy: opening writes).
+fn stock_get(dir: &Path, key: &[u8]) -> Option<Vec<u8>> {
+    let copy = tempfile::tempdir().unwrap();
+    copy_db(dir, copy.path());
+    let db = Db::open(copy.path(), Some(BLOOM), true, false).unwrap();
+    db.get(key).unwrap()
+}
+
+#[test]
+fn writes_another_process_made_while_the_command_let_go_are_never_undone() {
+    let n = 3000;
+    let way_back = |dir: &Path| dir.join("leveldb-bloom-way-back");
+    let (_tmp, dir, expected) = bloom_db(n);
+    let before = data_files(&dir);
+    // The rewrite loses a record, and before the command puts the database back, another
+    // process writes (LevelDB's closing released the lock): its write stays.
+    let out = upgrade_with_fault(&dir, "lose-and-let-in");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("the upgrade is not proven")
+            && stderr(&out).contains("another process wrote")
+            && stderr(&out).contains("--undo"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        stock_get(&dir, b"written by another").as_deref(),
+        Some(&b"process"[..])
+    );
+    assert!(way_back(&dir).exists());
+    // The operator's call: --undo puts the files back as they were before the upgrade.
+    let out = run_on_ok(&["upgrade", "--undo", dir.to_str().unwrap()]);
+    assert!(stdout(&out).contains("put back"), "{}", text(&out));
+    assert_eq!(data_files(&dir), before);
+    assert_reads(&dir, &expected, n);
+}
+
+#[test]
+fn a_name_the_command_did_not_make_and_a_refusal_change_nothing() {
+    let n = 2000;
+    let (_tmp, dir, expected) = bloom_db(n);
+    let d = dir.to_str().unwrap();
+    // A file under the way back's name is not taken for one, nor removed.
+    std::fs::write(dir.join("leveldb-bloom-way-back"), "the operator's").unwrap();
+    let before = data_files(&dir);
+    let out = run_bounded(&["upgrade", d, "--format", "compact"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(stderr(&out).contains("move it away"), "{}", text(&out));
+    let out = run_bounded(&["upgrade", "--undo", d]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let out = run_on_ok(&["verify", d]);
+    assert!(stdout(&out).contains("is not one"), "{}", text(&out));
+    assert_eq!(data_files(&dir), before);
+    std::fs::remove_file(dir.join("leveldb-bloom-way-back")).unwrap();
+    // A database without LOCK that upgrade refuses gets none.
+    std::fs::remove_file(dir.join("LOCK")).unwrap();
+    append_edit(&dir, field_edit(3, 1));
+    let out = run_bounded(&["upgrade", d, "--format", "compact"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(!dir.join("LOCK").exists(), "a refusal created LOCK");
+    let _ = expected;
 }
 
 #[test]
@@ -321,18 +386,44 @@ fn an_upgrade_killed_before_its_proof_is_settled_by_the_next() {
     assert!(all_compact(&dir) && !way_back(&dir).exists());
     assert_reads(&dir, &expected, n);
 
-    // Killed while putting the database back (made here by marking the way back of a
-    // killed upgrade): the next upgrade finishes putting back, and stops.
-    let dir = tmp.path().join("killed-putting-back");
-    copy_db(&original, &dir);
-    let before = data_files(&dir);
-    assert_eq!(upgrade_with_fault(&dir, "kill").status.code(), None);
-    std::fs::write(way_back(&dir).join("putting-back"), "").unwrap();
-    let out = run_bounded(&["upgrade", dir.to_str().unwrap(), "--format", "compact"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(stderr(&out).contains("that is finished"), "{}", text(&out));
-    assert_eq!(data_files(&dir), before, "put back file for file");
-    assert!(!way_back(&dir).exists());
+    // Killed as it began putting the database back (made here by beginning the put-back of
+    // a killed upgrade's way back): the next upgrade finishes putting back, and stops; but
+    // not after another process wrote.
+    for written_since in [false, true] {
+        let dir = tmp
+            .path()
+            .join(format!("killed-putting-back-{written_since}"));
+        copy_db(&original, &dir);
+        let before = data_files(&dir);
+        assert_eq!(upgrade_with_fault(&dir, "kill").status.code(), None);
+        let Found::WayBack(left) = WayBack::found(&dir) else {
+            panic!("a way back");
+        };
+        left.begin_put_back(&Fingerprint::of(&dir).unwrap())
+            .unwrap();
+        if written_since {
+            let db = Db::open(&dir, Some(BLOOM), true, false).unwrap();
+            db.put(b"written since", b"by another program").unwrap();
+        }
+        let out = run_bounded(&["upgrade", dir.to_str().unwrap(), "--format", "compact"]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        if written_since {
+            assert!(
+                stderr(&out).contains("another process wrote"),
+                "{}",
+                text(&out)
+            );
+            assert_eq!(
+                stock_get(&dir, b"written since").as_deref(),
+                Some(&b"by another program"[..])
+            );
+            assert!(way_back(&dir).exists());
+        } else {
+            assert!(stderr(&out).contains("that is finished"), "{}", text(&out));
+            assert_eq!(data_files(&dir), before, "put back file for file");
+            assert!(!way_back(&dir).exists());
+        }
+    }
 
     // Killed, then a program writes: the next upgrade cannot tell that from a loss, touches
     // nothing and names both ways on; --undo puts back the files as they were before.

@@ -3,8 +3,12 @@
  * LevelDB's own code could do wrong, made to happen, so that the command's proof of its
  * result and its way back are tested against it.
  *
- *   LEVELDB_BLOOM_FAULT=lose   deletes the database's first record, then compacts
- *   LEVELDB_BLOOM_FAULT=kill   compacts, then SIGKILL */
+ *   LEVELDB_BLOOM_FAULT=lose         deletes the database's first record, then compacts
+ *   LEVELDB_BLOOM_FAULT=kill         compacts, then SIGKILL
+ *   LEVELDB_BLOOM_FAULT=lose-and-let-in  as lose, and once the command closes the database,
+ *                                    "another process" (here, the same one: the files are
+ *                                    what counts) opens the database named by
+ *                                    LEVELDB_BLOOM_FAULT_DB and writes a record */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <signal.h>
@@ -39,7 +43,27 @@ void leveldb_compact_range(leveldb_t *db, const char *start, size_t start_len,
       (void (*)(leveldb_t *, const char *, size_t, const char *, size_t))dlsym(
           RTLD_NEXT, "leveldb_compact_range");
   const char *fault = getenv("LEVELDB_BLOOM_FAULT");
-  if (fault != NULL && strcmp(fault, "lose") == 0) lose_first_record(db);
+  if (fault != NULL && strncmp(fault, "lose", 4) == 0) lose_first_record(db);
   real(db, start, start_len, limit, limit_len);
   if (fault != NULL && strcmp(fault, "kill") == 0) raise(SIGKILL);
+}
+
+void leveldb_close(leveldb_t *db) {
+  void (*real)(leveldb_t *) = (void (*)(leveldb_t *))dlsym(RTLD_NEXT, "leveldb_close");
+  real(db);
+  const char *fault = getenv("LEVELDB_BLOOM_FAULT");
+  const char *name = getenv("LEVELDB_BLOOM_FAULT_DB");
+  static int once;
+  if (fault == NULL || strcmp(fault, "lose-and-let-in") != 0 || name == NULL || once++) return;
+  leveldb_options_t *options = leveldb_options_create();
+  char *err = NULL;
+  leveldb_t *other = leveldb_open(options, name, &err);
+  if (other != NULL) {
+    leveldb_writeoptions_t *write = leveldb_writeoptions_create();
+    leveldb_put(other, write, "written by another", 18, "process", 7, &err);
+    leveldb_writeoptions_destroy(write);
+    real(other);
+  }
+  leveldb_free(err);
+  leveldb_options_destroy(options);
 }
