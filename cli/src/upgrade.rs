@@ -219,11 +219,21 @@ fn prepare(
     }
     emit(&report::summary("before", &report::total(&analysis.tables)))?;
     let way_back = WayBack::make(path, analysis.next_file).map_err(|e| {
-        Failure::error(format!(
-            "{}: cannot keep the way back in {} ({e}); nothing rewritten",
-            shown(path),
-            shown(&path.join(way_back::FOLDER))
-        ))
+        if e.kind() == std::io::ErrorKind::NotFound {
+            // A file listed a moment before is gone: LevelDB's open renames its info log
+            // before it tries the lock, so another process is opening the database.
+            Failure::error(format!(
+                "{}: in use: a file of the database vanished while the command kept them \
+                 (another process is opening it); nothing rewritten, run again",
+                shown(path)
+            ))
+        } else {
+            Failure::error(format!(
+                "{}: cannot keep the way back in {} ({e}); nothing rewritten",
+                shown(path),
+                shown(&path.join(way_back::FOLDER))
+            ))
+        }
     })?;
     Ok((analysis, way_back))
 }
