@@ -12,6 +12,7 @@ pub mod leveldb;
 pub mod lock;
 pub mod manifest;
 pub mod report;
+pub mod run;
 pub mod table;
 pub mod upgrade;
 pub mod wal;

@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use leveldb_bloom::Format;
 use leveldb_bloom_cli::leveldb::new_policy;
 use leveldb_bloom_cli::report::Keys;
-use leveldb_bloom_cli::{commands, upgrade};
+use leveldb_bloom_cli::{commands, run, upgrade};
 
 #[derive(Parser)]
 #[command(
@@ -99,6 +99,34 @@ enum Command {
         #[arg(long, conflicts_with = "format")]
         undo: bool,
     },
+    /// Runs a program with the drop-in preloaded, and says at exit what it did.
+    ///
+    /// The drop-in (libleveldb_bloom_dropin.so, beside the command or named by --dropin)
+    /// reaches every process the program starts. The program's input, output and exit
+    /// status are its own (a signal n as 128 + n). At exit, a summary on standard error:
+    /// each LevelDB served (by std::string layout) or left to stock's code and why,
+    /// filters built, queries and the share ruled out.
+    Run {
+        /// The format of the filters the drop-in builds (default: LEVELDB_BLOOM_FORMAT, else
+        /// bloom).
+        #[arg(long, value_parser = format_parser())]
+        format: Option<Format>,
+        /// Bits per key of the filters (default: what the program asks for).
+        #[arg(long)]
+        bits_per_key: Option<f64>,
+        /// The drop-in to preload.
+        #[arg(long)]
+        dropin: Option<PathBuf>,
+        /// Also write the summary as JSON to this file.
+        #[arg(long)]
+        stats: Option<PathBuf>,
+        /// The summary as JSON (on standard error).
+        #[arg(long)]
+        json: bool,
+        /// The program and its arguments.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        program: Vec<std::ffi::OsString>,
+    },
 }
 
 fn keys(kind: Option<KeyKind>) -> Option<Keys> {
@@ -132,6 +160,21 @@ fn main() -> ExitCode {
         Command::Upgrade {
             path, undo: true, ..
         } => upgrade::undo(&path),
+        Command::Run {
+            format,
+            bits_per_key,
+            dropin,
+            stats,
+            json,
+            program,
+        } => run::run(run::Run {
+            format,
+            bits_per_key,
+            dropin,
+            stats,
+            json,
+            program,
+        }),
         Command::Upgrade {
             path,
             format,

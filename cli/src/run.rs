@@ -1,0 +1,437 @@
+//! `run`: a program with the drop-in preloaded, in the way of `eatmydata` and `faketime`,
+//! and what the drop-in did in it said at exit.
+//!
+//! The drop-in (`libleveldb_bloom_dropin.so`, found beside the command or named by
+//! `--dropin`) goes first in `LD_PRELOAD`, which every process the program starts inherits
+//! (a shell script's programs, `python app.py`, a server's forks); each process that loads it
+//! writes its statistics to a file of its own (`LEVELDB_BLOOM_STATS_FILE` with `%p`) in a
+//! private folder, read back and summed when the program ends. The program's standard
+//! streams are its own; a signal sent to the command (not one the terminal sends the whole
+//! group) is passed on; the command exits with the program's status, 128 + n for a program
+//! killed by signal n. Where a preload cannot reach (a statically linked program, a
+//! set-user-ID or set-group-ID one, whose loader ignores `LD_PRELOAD`), it says so and runs
+//! the program anyway.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::fmt::Write as _;
+use std::io::Read as _;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use serde::Serialize;
+
+use crate::commands::{ERROR, Failure};
+use crate::files::shown;
+use leveldb_bloom::Format;
+
+/// The drop-in's file name.
+const DROPIN: &str = "libleveldb_bloom_dropin.so";
+
+/// What `run` is asked.
+pub struct Run {
+    pub format: Option<Format>,
+    pub bits_per_key: Option<f64>,
+    pub dropin: Option<PathBuf>,
+    pub stats: Option<PathBuf>,
+    pub json: bool,
+    pub program: Vec<OsString>,
+}
+
+/// What the drop-in did in every process of the program, summed.
+#[derive(Debug, Default, Serialize)]
+pub struct Summary {
+    /// The program's exit status (128 + n for signal n).
+    pub status: u8,
+    /// Why a preload cannot reach the program, if it cannot.
+    pub unreachable: Option<String>,
+    /// Processes whose drop-in wrote its statistics (at exit: a process that ends with
+    /// `_exit` or a signal writes none).
+    pub processes: u64,
+    /// The format its policies built, as the processes said.
+    pub format: Option<String>,
+    pub bits_per_key: Option<String>,
+    pub leveldbs_cxx11_string: u64,
+    pub leveldbs_old_string: u64,
+    /// LevelDBs left to stock's code, each with why.
+    pub declined: Vec<String>,
+    pub policies_refused: u64,
+    pub filters_built: u64,
+    pub filters_built_by_stock: u64,
+    pub keys_added: u64,
+    pub queries: u64,
+    pub no_match: u64,
+    /// For compact filters at a known bits per key: table reads saved against Bloom
+    /// filters of the same size (absent keys Bloom's expected rate would let through,
+    /// less those compact filters let through).
+    pub table_reads_saved: Option<u64>,
+}
+
+/// The program's process, for the signal handler (0: none yet).
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn pass_on(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // A signal a process sent the command is passed on; one the kernel sent (the terminal's
+    // Ctrl-C, which the program's group receives too) is not sent twice.
+    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
+    let from_process = unsafe { (*info).si_code } == libc::SI_USER;
+    let child = CHILD.load(Ordering::Relaxed);
+    if from_process && child > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(child, signal) };
+    }
+}
+
+/// Catches the signals that would end the command while the program runs (a caught
+/// signal's handler is reset in the program at exec).
+fn pass_signals_on() {
+    for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: a zeroed sigaction is valid; the handler only calls async-signal-safe
+        // functions.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = pass_on as *const () as libc::sighandler_t;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The drop-in beside the command: in its folder, or the `lib` folders of its prefix.
+fn dropin_beside_command() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?.canonicalize().ok()?;
+    let dir = exe.parent()?;
+    let mut candidates = vec![dir.join(DROPIN)];
+    if let Some(prefix) = dir.parent() {
+        candidates.push(prefix.join("lib").join(DROPIN));
+        candidates.push(prefix.join("lib64").join(DROPIN));
+        if let Ok(entries) = std::fs::read_dir(prefix.join("lib")) {
+            let mut multiarch: Vec<PathBuf> =
+                entries.flatten().map(|e| e.path().join(DROPIN)).collect();
+            multiarch.sort();
+            candidates.extend(multiarch);
+        }
+    }
+    candidates.into_iter().find(|c| c.is_file())
+}
+
+/// The program as `execvp` finds it: a name with a slash as it is, else the first
+/// executable file of that name in `PATH`.
+fn find_program(name: &OsStr) -> Option<PathBuf> {
+    if name.as_encoded_bytes().contains(&b'/') {
+        return Some(PathBuf::from(name));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// Whether an ELF file's program headers name a dynamic loader (`PT_INTERP`): `None` if it
+/// is not an ELF file this reads.
+fn names_a_loader(data: &[u8]) -> Option<bool> {
+    use object::read::elf::{FileHeader, ProgramHeader};
+    use object::{Endianness, elf};
+    fn interp<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Option<bool> {
+        let header = H::parse(data).ok()?;
+        let endian = header.endian().ok()?;
+        let headers = header.program_headers(endian, data).ok()?;
+        Some(headers.iter().any(|ph| ph.p_type(endian) == elf::PT_INTERP))
+    }
+    match object::FileKind::parse(data).ok()? {
+        object::FileKind::Elf64 => interp::<elf::FileHeader64<Endianness>>(data),
+        object::FileKind::Elf32 => interp::<elf::FileHeader32<Endianness>>(data),
+        _ => None,
+    }
+}
+
+/// Why a preload cannot reach `program`, if it cannot (a script is judged by its
+/// interpreter).
+fn unreachable(program: &Path, depth: u32) -> Option<String> {
+    let meta = program.metadata().ok()?;
+    if meta.permissions().mode() & 0o6000 != 0 {
+        return Some(format!(
+            "{} is set-user-ID or set-group-ID: the loader ignores LD_PRELOAD for it",
+            shown(program)
+        ));
+    }
+    let mut head = Vec::new();
+    std::fs::File::open(program)
+        .ok()?
+        .take(1 << 20)
+        .read_to_end(&mut head)
+        .ok()?;
+    if let Some(line) = head.strip_prefix(b"#!") {
+        let line = line.split(|&b| b == b'\n').next()?;
+        let interpreter = String::from_utf8_lossy(line);
+        let interpreter = interpreter.split_whitespace().next()?;
+        return (depth < 4)
+            .then(|| unreachable(Path::new(interpreter), depth + 1))
+            .flatten();
+    }
+    match names_a_loader(&head) {
+        Some(false) => Some(format!(
+            "{} is statically linked: no dynamic loader runs in it, so no preload reaches it",
+            shown(program)
+        )),
+        _ => None,
+    }
+}
+
+/// The statistics files' fields, summed over the processes.
+fn summarize(folder: &Path, summary: &mut Summary) {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        summary.processes += 1;
+        let fields: BTreeMap<&str, &str> = text.lines().filter_map(|l| l.split_once('=')).collect();
+        let count = |name: &str| fields.get(name).and_then(|v| v.parse::<u64>().ok());
+        summary.leveldbs_cxx11_string += count("leveldbs_cxx11_string").unwrap_or(0);
+        summary.leveldbs_old_string += count("leveldbs_old_string").unwrap_or(0);
+        summary.policies_refused += count("policies_refused").unwrap_or(0);
+        summary.filters_built += count("filters_built").unwrap_or(0);
+        summary.filters_built_by_stock += count("filters_built_by_stock").unwrap_or(0);
+        summary.keys_added += count("keys_added").unwrap_or(0);
+        summary.queries += count("queries").unwrap_or(0);
+        summary.no_match += count("no_match").unwrap_or(0);
+        let used = count("dropin_policies").unwrap_or(0) > 0 || count("filters_built") > Some(0);
+        if used || summary.format.is_none() {
+            summary.format = fields.get("format").map(|s| s.to_string());
+            summary.bits_per_key = fields.get("bits_per_key").map(|s| s.to_string());
+        }
+        summary.declined.extend(
+            text.lines()
+                .filter_map(|l| l.strip_prefix("declined="))
+                .map(str::to_string),
+        );
+    }
+    let bits = summary
+        .bits_per_key
+        .as_deref()
+        .and_then(|b| b.parse::<f64>().ok());
+    if summary.format.as_deref() == Some("compact")
+        && let Some(bits) = bits
+    {
+        let compact = leveldb_bloom::compact::false_positive_rate_at(bits);
+        let bloom = bloom_rate_at(bits);
+        // The absent keys asked: those ruled out, and the share compact filters let through.
+        let absent = summary.no_match as f64 / (1.0 - compact).max(f64::MIN_POSITIVE);
+        summary.table_reads_saved = Some((absent * (bloom - compact)).max(0.0).round() as u64);
+    }
+}
+
+/// The false-positive rate the Bloom model expects of LevelDB's filters at `bits_per_key`
+/// (whole bits, as LevelDB takes them), for 1,000 keys.
+fn bloom_rate_at(bits_per_key: f64) -> f64 {
+    const KEYS: usize = 1000;
+    let Ok(policy) = leveldb_bloom::BloomPolicy::new(bits_per_key.round() as i32) else {
+        return 1.0;
+    };
+    use leveldb_bloom::FilterPolicy;
+    match policy.filter_len(KEYS) {
+        Ok(len) if len > 1 => {
+            // The model reads the filter's size and probe count only.
+            let mut filter = vec![0u8; len];
+            filter[len - 1] = policy.probes();
+            leveldb_bloom::bloom::expected_false_positive_rate(&filter, KEYS).unwrap_or(1.0)
+        }
+        _ => 1.0,
+    }
+}
+
+/// The summary as a person reads it.
+fn said(summary: &Summary, program: &str) -> String {
+    let mut text = String::new();
+    let status = match summary.status {
+        s if s > 128 => format!("was killed by signal {}", s - 128),
+        s => format!("exited {s}"),
+    };
+    let _ = writeln!(text, "leveldb-bloom run: {program} {status}");
+    if let Some(why) = &summary.unreachable {
+        let _ = writeln!(text, "  not reached: {why}; it ran without the drop-in");
+    }
+    if summary.processes == 0 {
+        if summary.unreachable.is_none() {
+            let _ = writeln!(
+                text,
+                "  no process loaded the drop-in (the program ran statically linked programs \
+                 only, or cleared LD_PRELOAD)"
+            );
+        }
+        return text;
+    }
+    let served = summary.leveldbs_cxx11_string + summary.leveldbs_old_string;
+    let _ = writeln!(
+        text,
+        "  the drop-in reported from {} {}; LevelDBs served: {served} (C++11 std::string: {}, \
+         old std::string: {}); left to stock's code: {}",
+        summary.processes,
+        if summary.processes == 1 {
+            "process"
+        } else {
+            "processes"
+        },
+        summary.leveldbs_cxx11_string,
+        summary.leveldbs_old_string,
+        summary.declined.len()
+    );
+    for why in &summary.declined {
+        let _ = writeln!(text, "    left to stock's code: {why}");
+    }
+    if summary.policies_refused > 0 {
+        let _ = writeln!(
+            text,
+            "  policies refused (NULL: no other definition to fall back on): {}",
+            summary.policies_refused
+        );
+    }
+    let ruled_out = if summary.queries > 0 {
+        format!(
+            "{} ({:.1}%)",
+            summary.no_match,
+            100.0 * summary.no_match as f64 / summary.queries as f64
+        )
+    } else {
+        "0".into()
+    };
+    let _ = writeln!(
+        text,
+        "  format {}, bits per key {}: filters built {} (by stock's code: {}), keys {}, \
+         queries {}, ruled out {ruled_out}",
+        summary.format.as_deref().unwrap_or("?"),
+        summary.bits_per_key.as_deref().unwrap_or("?"),
+        summary.filters_built,
+        summary.filters_built_by_stock,
+        summary.keys_added,
+        summary.queries
+    );
+    match summary.table_reads_saved {
+        Some(saved) => {
+            let _ = writeln!(
+                text,
+                "  compact filters: about {saved} table reads saved against Bloom filters of \
+                 the same size (their expected false-positive rate)"
+            );
+        }
+        None if summary.format.as_deref() == Some("compact") => {
+            let _ = writeln!(
+                text,
+                "  compact filters at the program's bits per key: give --bits-per-key for an \
+                 estimate of the table reads saved"
+            );
+        }
+        None => {}
+    }
+    text
+}
+
+/// `run [--format F] [--bits-per-key N] [--dropin PATH] [--stats FILE|--json] -- PROGRAM`.
+pub fn run(request: Run) -> Result<u8, Failure> {
+    let Some(name) = request.program.first() else {
+        return Err(Failure::error("run: no program given"));
+    };
+    let dropin = match request.dropin.clone().or_else(dropin_beside_command) {
+        Some(dropin) if dropin.is_file() => dropin,
+        Some(dropin) => {
+            return Err(Failure::error(format!("{}: no such file", shown(&dropin))));
+        }
+        None => {
+            return Err(Failure::error(format!(
+                "run: {DROPIN} is not beside the command (its folder, or its prefix's lib); \
+                 name it with --dropin"
+            )));
+        }
+    };
+    let dropin = dropin
+        .canonicalize()
+        .map_err(|e| Failure::error(format!("{}: {e}", shown(&dropin))))?;
+    let Some(program) = find_program(name) else {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!(
+                "leveldb-bloom run: {}: command not found\n",
+                name.to_string_lossy()
+            )
+            .as_bytes(),
+        );
+        return Ok(127);
+    };
+    let folder = tempfile::Builder::new()
+        .prefix("leveldb-bloom-run-")
+        .tempdir()
+        .map_err(|e| Failure::error(format!("run: a folder for the statistics: {e}")))?;
+    let preload = match std::env::var_os("LD_PRELOAD") {
+        Some(old) if !old.is_empty() => {
+            let mut value = dropin.clone().into_os_string();
+            value.push(":");
+            value.push(old);
+            value
+        }
+        _ => dropin.clone().into_os_string(),
+    };
+    let mut command = Command::new(&program);
+    command
+        .args(&request.program[1..])
+        .env("LD_PRELOAD", preload)
+        .env("LEVELDB_BLOOM_STATS_FILE", folder.path().join("stats.%p"));
+    if let Some(format) = request.format {
+        command.env("LEVELDB_BLOOM_FORMAT", format.name());
+    }
+    if let Some(bits) = request.bits_per_key {
+        command.env("LEVELDB_BLOOM_BITS_PER_KEY", bits.to_string());
+    }
+    let mut summary = Summary {
+        unreachable: unreachable(&program, 0),
+        ..Summary::default()
+    };
+    pass_signals_on();
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            let code = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                126
+            } else {
+                127
+            };
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr(),
+                format!("leveldb-bloom run: {}: {e}\n", shown(&program)).as_bytes(),
+            );
+            return Ok(code);
+        }
+    };
+    CHILD.store(child.id() as i32, Ordering::Relaxed);
+    let status = child
+        .wait()
+        .map_err(|e| Failure::error(format!("run: waiting for the program: {e}")))?;
+    summary.status = match (status.code(), status.signal()) {
+        (Some(code), _) => code as u8,
+        (None, Some(signal)) => (128 + signal) as u8,
+        _ => ERROR,
+    };
+    summarize(folder.path(), &mut summary);
+    let json = || serde_json::to_string_pretty(&summary).map(|j| j + "\n");
+    if let Some(file) = &request.stats {
+        let text = json().map_err(|e| Failure::error(e.to_string()))?;
+        std::fs::write(file, text).map_err(|e| Failure::error(format!("{}: {e}", shown(file))))?;
+    }
+    let text = if request.json {
+        json().map_err(|e| Failure::error(e.to_string()))?
+    } else {
+        said(&summary, &name.to_string_lossy())
+    };
+    // The summary is a courtesy: a standard error that cannot be written changes nothing.
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
+    Ok(summary.status)
+}
