@@ -33,21 +33,6 @@ enum KeyKind {
     User,
 }
 
-/// `--format`: the library's formats by their names, each with its help line.
-fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
-    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-    let help = |format| match format {
-        Format::Bloom => "LevelDB's own Bloom filters (leveldb.BuiltinBloomFilter2)",
-        Format::Compact => {
-            "leveldb-bloom's compact filters (read by stock LevelDB as \"may match\")"
-        }
-    };
-    PossibleValuesParser::new(
-        Format::ALL.map(|format| PossibleValue::new(format.name()).help(help(format))),
-    )
-    .map(|name| Format::from_name(&name).expect("one of the possible values"))
-}
-
 #[derive(Subcommand)]
 enum Command {
     /// Counts, filter formats, bits per key, and expected against measured false positives.
@@ -89,7 +74,7 @@ enum Command {
     Upgrade {
         /// A database directory.
         path: PathBuf,
-        #[arg(long, value_parser = format_parser(), required_unless_present = "undo")]
+        #[arg(long, value_parser = commands::format_parser(), required_unless_present = "undo")]
         format: Option<Format>,
         /// Bits per key of the new filters (whole numbers for Bloom; default 10).
         #[arg(long, default_value_t = 10.0)]
@@ -106,27 +91,7 @@ enum Command {
     /// status are its own (a signal n as 128 + n). At exit, a summary on standard error:
     /// each LevelDB served (by std::string layout) or left to stock's code and why,
     /// filters built, queries and the share ruled out.
-    Run {
-        /// The format of the filters the drop-in builds (default: LEVELDB_BLOOM_FORMAT, else
-        /// bloom).
-        #[arg(long, value_parser = format_parser())]
-        format: Option<Format>,
-        /// Bits per key of the filters (default: what the program asks for).
-        #[arg(long)]
-        bits_per_key: Option<f64>,
-        /// The drop-in to preload.
-        #[arg(long)]
-        dropin: Option<PathBuf>,
-        /// Also write the summary as JSON to this file.
-        #[arg(long)]
-        stats: Option<PathBuf>,
-        /// The summary as JSON (on standard error).
-        #[arg(long)]
-        json: bool,
-        /// The program and its arguments.
-        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
-        program: Vec<std::ffi::OsString>,
-    },
+    Run(run::Run),
 }
 
 fn keys(kind: Option<KeyKind>) -> Option<Keys> {
@@ -160,21 +125,7 @@ fn main() -> ExitCode {
         Command::Upgrade {
             path, undo: true, ..
         } => upgrade::undo(&path),
-        Command::Run {
-            format,
-            bits_per_key,
-            dropin,
-            stats,
-            json,
-            program,
-        } => run::run(run::Run {
-            format,
-            bits_per_key,
-            dropin,
-            stats,
-            json,
-            program,
-        }),
+        Command::Run(request) => run::run(request),
         Command::Upgrade {
             path,
             format,

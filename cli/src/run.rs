@@ -32,12 +32,26 @@ use leveldb_bloom::Format;
 const DROPIN: &str = "libleveldb_bloom_dropin.so";
 
 /// What `run` is asked.
+#[derive(clap::Args)]
 pub struct Run {
+    /// The format of the filters the drop-in builds (default: LEVELDB_BLOOM_FORMAT, else
+    /// bloom).
+    #[arg(long, value_parser = crate::commands::format_parser())]
     pub format: Option<Format>,
+    /// Bits per key of the filters (default: what the program asks for).
+    #[arg(long)]
     pub bits_per_key: Option<f64>,
+    /// The drop-in to preload.
+    #[arg(long)]
     pub dropin: Option<PathBuf>,
+    /// Also write the summary as JSON to this file.
+    #[arg(long)]
     pub stats: Option<PathBuf>,
+    /// The summary as JSON (on standard error).
+    #[arg(long)]
     pub json: bool,
+    /// The program and its arguments.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub program: Vec<OsString>,
 }
 
