@@ -101,6 +101,12 @@ fn keys(kind: Option<KeyKind>) -> Option<Keys> {
     })
 }
 
+/// The caller's standard streams and SIGPIPE disposition, recorded before Rust's runtime
+/// changes them (`run` gives the program what the caller gave).
+#[used]
+#[unsafe(link_section = ".init_array")]
+static RECORD_AT_START: extern "C" fn() = run::record_at_start;
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -20,7 +20,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 
 use serde::Serialize;
 
@@ -87,6 +87,33 @@ pub struct Summary {
 /// The program's process, for the signal handler (0: none yet).
 static CHILD: AtomicI32 = AtomicI32::new(0);
 
+/// What the caller gave the command before Rust's runtime started, which the runtime then
+/// changes: the standard streams it had closed (bit n: fd n; the runtime opens /dev/null on
+/// them) and whether SIGPIPE was ignored (the runtime ignores it, and spawning restores the
+/// default). The program gets them as the caller gave them.
+static CLOSED_AT_START: AtomicU8 = AtomicU8::new(0);
+static SIGPIPE_IGNORED_AT_START: AtomicBool = AtomicBool::new(false);
+
+/// Records the caller's standard streams and SIGPIPE disposition; called by the command's
+/// binary from its `.init_array`, before Rust's runtime starts (`main.rs`).
+pub extern "C" fn record_at_start() {
+    for fd in 0..3 {
+        // SAFETY: F_GETFD on any number only asks.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            CLOSED_AT_START.fetch_or(1 << fd, Ordering::Relaxed);
+        }
+    }
+    // SAFETY: a zeroed sigaction is valid; a NULL new action only asks.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
+        {
+            SIGPIPE_IGNORED_AT_START.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 extern "C" fn pass_on(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     // A signal a process sent the command is passed on; one the kernel sent (the terminal's
     // Ctrl-C, which the program's group receives too) is not sent twice.
@@ -104,8 +131,14 @@ extern "C" fn pass_on(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut l
 fn pass_signals_on() {
     for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: a zeroed sigaction is valid; the handler only calls async-signal-safe
-        // functions.
+        // functions. A signal the caller ignores stays ignored (`nohup`): the program
+        // inherits that.
         unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(signal, std::ptr::null(), &mut old);
+            if old.sa_sigaction == libc::SIG_IGN {
+                continue;
+            }
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = pass_on as *const () as libc::sighandler_t;
             action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
@@ -169,8 +202,13 @@ fn names_a_loader(data: &[u8]) -> Option<bool> {
 /// Why a preload cannot reach `program`, if it cannot (a script is judged by its
 /// interpreter).
 fn unreachable(program: &Path, depth: u32) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
     let meta = program.metadata().ok()?;
-    if meta.permissions().mode() & 0o6000 != 0 {
+    let mode = meta.permissions().mode();
+    // SAFETY: getuid and getgid have no preconditions.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    // Secure execution (the loader ignoring LD_PRELOAD) when the program changes the ids.
+    if (mode & 0o4000 != 0 && meta.uid() != uid) || (mode & 0o2000 != 0 && meta.gid() != gid) {
         return Some(format!(
             "{} is set-user-ID or set-group-ID: the loader ignores LD_PRELOAD for it",
             shown(program)
@@ -204,15 +242,32 @@ fn summarize(folder: &Path, summary: &mut Summary) {
     let Ok(entries) = std::fs::read_dir(folder) else {
         return;
     };
-    for entry in entries.flatten() {
-        let Ok(text) = std::fs::read_to_string(entry.path()) else {
-            continue;
-        };
+    let texts: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .collect();
+    let pids: std::collections::BTreeSet<&str> = texts
+        .iter()
+        .filter_map(|t| t.lines().find_map(|l| l.strip_prefix("pid=")))
+        .collect();
+    for text in &texts {
         summary.processes += 1;
         let fields: BTreeMap<&str, &str> = text.lines().filter_map(|l| l.split_once('=')).collect();
         let count = |name: &str| fields.get(name).and_then(|v| v.parse::<u64>().ok());
-        summary.leveldbs_cxx11_string += count("leveldbs_cxx11_string").unwrap_or(0);
-        summary.leveldbs_old_string += count("leveldbs_old_string").unwrap_or(0);
+        // A forked child reports only its own work; its LevelDBs are its parent's, counted
+        // with the parent's (when the parent reported).
+        let inherited = fields
+            .get("forked_from")
+            .is_some_and(|parent| pids.contains(parent));
+        if !inherited {
+            summary.leveldbs_cxx11_string += count("leveldbs_cxx11_string").unwrap_or(0);
+            summary.leveldbs_old_string += count("leveldbs_old_string").unwrap_or(0);
+            summary.declined.extend(
+                text.lines()
+                    .filter_map(|l| l.strip_prefix("declined="))
+                    .map(str::to_string),
+            );
+        }
         summary.policies_refused += count("policies_refused").unwrap_or(0);
         summary.filters_built += count("filters_built").unwrap_or(0);
         summary.filters_built_by_stock += count("filters_built_by_stock").unwrap_or(0);
@@ -224,11 +279,6 @@ fn summarize(folder: &Path, summary: &mut Summary) {
             summary.format = fields.get("format").map(|s| s.to_string());
             summary.bits_per_key = fields.get("bits_per_key").map(|s| s.to_string());
         }
-        summary.declined.extend(
-            text.lines()
-                .filter_map(|l| l.strip_prefix("declined="))
-                .map(str::to_string),
-        );
     }
     let bits = summary
         .bits_per_key
@@ -279,8 +329,8 @@ fn said(summary: &Summary, program: &str) -> String {
         if summary.unreachable.is_none() {
             let _ = writeln!(
                 text,
-                "  no process loaded the drop-in (the program ran statically linked programs \
-                 only, or cleared LD_PRELOAD)"
+                "  no process reported: none loaded the drop-in (statically linked programs \
+                 only, or LD_PRELOAD cleared), or each ended without exit (_exit, a signal)"
             );
         }
         return text;
@@ -371,58 +421,108 @@ pub fn run(request: Run) -> Result<u8, Failure> {
         .canonicalize()
         .map_err(|e| Failure::error(format!("{}: {e}", shown(&dropin))))?;
     let Some(program) = find_program(name) else {
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!(
-                "leveldb-bloom run: {}: command not found\n",
-                name.to_string_lossy()
-            )
-            .as_bytes(),
-        );
+        say(&format!("{}: command not found", name.to_string_lossy()));
         return Ok(127);
     };
-    let folder = tempfile::Builder::new()
-        .prefix("leveldb-bloom-run-")
-        .tempdir()
-        .map_err(|e| Failure::error(format!("run: a folder for the statistics: {e}")))?;
+    // The statistics' folder; without one the program still runs, unsummed.
+    let folder = statistics_folder();
+    if folder.is_none() {
+        say("no folder for the statistics (TMPDIR, /tmp, /dev/shm): the program runs, unsummed");
+    }
+    // LD_PRELOAD splits at spaces and colons: a drop-in path holding one is linked in the
+    // folder under a name without.
+    let preloaded = match &folder {
+        Some(folder)
+            if dropin
+                .as_os_str()
+                .as_encoded_bytes()
+                .iter()
+                .any(|b| b" :\t\n".contains(b)) =>
+        {
+            let link = folder.path().join(DROPIN);
+            std::os::unix::fs::symlink(&dropin, &link)
+                .map_err(|e| Failure::error(format!("{}: {e}", shown(&link))))?;
+            link
+        }
+        _ => dropin.clone(),
+    };
+    if preloaded
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .any(|b| b" :\t\n".contains(b))
+    {
+        return Err(Failure::error(format!(
+            "{}: LD_PRELOAD cannot name a path with a space or colon",
+            shown(&preloaded)
+        )));
+    }
     let preload = match std::env::var_os("LD_PRELOAD") {
         Some(old) if !old.is_empty() => {
-            let mut value = dropin.clone().into_os_string();
+            let mut value = preloaded.into_os_string();
             value.push(":");
             value.push(old);
             value
         }
-        _ => dropin.clone().into_os_string(),
+        _ => preloaded.into_os_string(),
     };
-    let mut command = Command::new(&program);
-    command
-        .args(&request.program[1..])
-        .env("LD_PRELOAD", preload)
-        .env("LEVELDB_BLOOM_STATS_FILE", folder.path().join("stats.%p"));
-    if let Some(format) = request.format {
-        command.env("LEVELDB_BLOOM_FORMAT", format.name());
-    }
-    if let Some(bits) = request.bits_per_key {
-        command.env("LEVELDB_BLOOM_BITS_PER_KEY", bits.to_string());
-    }
     let mut summary = Summary {
         unreachable: unreachable(&program, 0),
         ..Summary::default()
     };
+    let command = |argv0: &Path, args: &[OsString]| {
+        let mut command = Command::new(argv0);
+        command.args(args).env("LD_PRELOAD", &preload);
+        if let Some(folder) = &folder {
+            command.env("LEVELDB_BLOOM_STATS_FILE", folder.path().join("stats.%p"));
+        }
+        if let Some(format) = request.format {
+            command.env("LEVELDB_BLOOM_FORMAT", format.name());
+        }
+        if let Some(bits) = request.bits_per_key {
+            command.env("LEVELDB_BLOOM_BITS_PER_KEY", bits.to_string());
+        }
+        let closed = CLOSED_AT_START.load(Ordering::Relaxed);
+        let ignore_sigpipe = SIGPIPE_IGNORED_AT_START.load(Ordering::Relaxed);
+        // SAFETY: the closure runs in the child between fork and exec and only calls
+        // async-signal-safe functions (close, signal).
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+                for fd in 0..3 {
+                    if closed & (1 << fd) != 0 {
+                        libc::close(fd);
+                    }
+                }
+                if ignore_sigpipe {
+                    libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+                }
+                Ok(())
+            });
+        }
+        command
+    };
     pass_signals_on();
-    let mut child = match command.spawn() {
+    let spawned = command(&program, &request.program[1..])
+        .spawn()
+        .or_else(|e| {
+            // A file without "#!" that the kernel will not run is a shell script, as execvp and
+            // every shell take it.
+            if e.raw_os_error() == Some(libc::ENOEXEC) {
+                let mut args = vec![program.clone().into_os_string()];
+                args.extend_from_slice(&request.program[1..]);
+                command(Path::new("/bin/sh"), &args).spawn()
+            } else {
+                Err(e)
+            }
+        });
+    let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
-            let code = if e.kind() == std::io::ErrorKind::PermissionDenied {
-                126
-            } else {
-                127
-            };
-            let _ = std::io::Write::write_all(
-                &mut std::io::stderr(),
-                format!("leveldb-bloom run: {}: {e}\n", shown(&program)).as_bytes(),
-            );
-            return Ok(code);
+            say(&format!("{}: {e}", shown(&program)));
+            return Ok(match e.kind() {
+                std::io::ErrorKind::NotFound => 127,
+                _ => 126,
+            });
         }
     };
     CHILD.store(child.id() as i32, Ordering::Relaxed);
@@ -434,18 +534,72 @@ pub fn run(request: Run) -> Result<u8, Failure> {
         (None, Some(signal)) => (128 + signal) as u8,
         _ => ERROR,
     };
-    summarize(folder.path(), &mut summary);
+    if let Some(folder) = &folder {
+        summarize(folder.path(), &mut summary);
+    }
     let json = || serde_json::to_string_pretty(&summary).map(|j| j + "\n");
-    if let Some(file) = &request.stats {
-        let text = json().map_err(|e| Failure::error(e.to_string()))?;
-        std::fs::write(file, text).map_err(|e| Failure::error(format!("{}: {e}", shown(file))))?;
+    if let Some(file) = &request.stats
+        && let Err(e) = json()
+            .map_err(std::io::Error::other)
+            .and_then(|text| std::fs::write(file, text))
+    {
+        say(&format!("{}: the summary not written: {e}", shown(file)));
     }
     let text = if request.json {
-        json().map_err(|e| Failure::error(e.to_string()))?
+        json().unwrap_or_default()
     } else {
         said(&summary, &name.to_string_lossy())
     };
     // The summary is a courtesy: a standard error that cannot be written changes nothing.
     let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
+    drop(folder);
+    if let Some(signal) = status.signal() {
+        die_by(signal);
+    }
     Ok(summary.status)
+}
+
+/// A line on standard error, from the command.
+fn say(line: &str) {
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("leveldb-bloom run: {line}\n").as_bytes(),
+    );
+}
+
+/// A private folder for the processes' statistics files: under TMPDIR, else /tmp, else
+/// /dev/shm.
+fn statistics_folder() -> Option<tempfile::TempDir> {
+    let new = |dir: Option<&Path>| {
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("leveldb-bloom-run-");
+        match dir {
+            Some(dir) => builder.tempdir_in(dir),
+            None => builder.tempdir(),
+        }
+    };
+    new(None)
+        .or_else(|_| new(Some(Path::new("/tmp"))))
+        .or_else(|_| new(Some(Path::new("/dev/shm"))))
+        .ok()
+}
+
+/// Ends the command by the signal that ended the program, so that its caller sees what it
+/// would have seen of the program (a shell stops its loop on Ctrl-C); no core dump of the
+/// command. Returns if the signal does not end it.
+fn die_by(signal: i32) {
+    // SAFETY: plain system calls on this process; a zeroed rlimit is valid.
+    unsafe {
+        let no_core = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+        libc::signal(signal, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(signal);
+    }
 }

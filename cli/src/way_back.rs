@@ -118,8 +118,8 @@ impl std::fmt::Display for PutBackError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             PutBackError::Changed => f.write_str(
-                "the database changed after the command last held it (another process wrote \
-                 to it)",
+                "the database's files changed after the command last held it (another process \
+                 wrote to it, or LevelDB's own failed open left a file)",
             ),
             PutBackError::Io(e) => write!(f, "{e}"),
         }

@@ -16,7 +16,20 @@ use leveldb_bloom_cli::leveldb::Db;
 use serde_json::Value;
 
 /// The test program, built once (`static` adds a statically linked copy).
-fn program(variant: &str) -> PathBuf {
+fn program(variant: &'static str) -> PathBuf {
+    // Built once per variant: the tests run in parallel, and one must not exec the file
+    // while another writes it.
+    static BUILT: std::sync::Mutex<Vec<(&str, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap();
+    if let Some((_, path)) = built.iter().find(|(v, _)| *v == variant) {
+        return path.clone();
+    }
+    let path = build_program(variant);
+    built.push((variant, path.clone()));
+    path
+}
+
+fn build_program(variant: &str) -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let binary = tmp.join(format!("leveldb_program_{variant}"));
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/run/leveldb_program.c");
@@ -45,11 +58,19 @@ fn program(variant: &str) -> PathBuf {
 
 /// `leveldb-bloom run ARGS`, its summary as JSON (`--stats`), within the test's limit.
 fn run_json(args: &[&str], stats: &Path) -> (std::process::Output, Value) {
+    let dropin =
+        Path::new(env!("CARGO_BIN_EXE_leveldb-bloom")).with_file_name("libleveldb_bloom_dropin.so");
+    assert!(
+        dropin.is_file(),
+        "{}: the drop-in beside the command (cargo build --release -p leveldb-bloom-dropin)",
+        dropin.display()
+    );
     let mut cmd = command();
     cmd.arg("run").arg("--stats").arg(stats).args(args);
     let out = run_within(cmd, LIMIT);
-    let json = serde_json::from_slice(&std::fs::read(stats).unwrap()).unwrap();
-    (out, json)
+    let json =
+        std::fs::read(stats).unwrap_or_else(|e| panic!("{}: {e}: {}", stats.display(), text(&out)));
+    (out, serde_json::from_slice(&json).unwrap())
 }
 
 #[test]
@@ -105,6 +126,21 @@ fn a_leveldb_program_is_served_and_its_status_is_its_own() {
 }
 
 #[test]
+fn forked_children_count_their_own_work_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = program("dynamic");
+    let db = tmp.path().join("db");
+    let (out, json) = run_json(
+        &["--", prog.to_str().unwrap(), db.to_str().unwrap(), "0", "3"],
+        &tmp.path().join("s.json"),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(json["processes"], 4, "{json}");
+    assert_eq!(json["leveldbs_cxx11_string"], 1, "{json}");
+    assert_eq!(json["keys_added"], 20_000, "{json}");
+}
+
+#[test]
 fn a_shell_script_starting_two_programs_is_followed() {
     let tmp = tempfile::tempdir().unwrap();
     let prog = program("dynamic");
@@ -152,9 +188,28 @@ fn programs_out_of_a_preloads_reach_are_said_and_run() {
     assert_eq!(json["processes"], 0);
     assert!(stderr(&out).contains("not reached"), "{}", text(&out));
 
-    // Set-user-ID: the loader ignores LD_PRELOAD.
+    // Set-user-ID to another user: the loader ignores LD_PRELOAD. (Set-user-ID to the
+    // caller changes no id, and is reached.)
     let setuid = tmp.path().join("setuid");
     std::fs::copy(program("dynamic"), &setuid).unwrap();
+    // A folder the other user may write its database in.
+    let writable = tmp.path().join("anyone");
+    std::fs::create_dir(&writable).unwrap();
+    std::fs::set_permissions(
+        &writable,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    // SAFETY: getuid has no preconditions.
+    let other = if unsafe { libc::getuid() } == 0 {
+        65534
+    } else {
+        0
+    };
+    if std::os::unix::fs::chown(&setuid, Some(other), None).is_err() {
+        println!("not run: a set-user-ID program of another user (chown needs root)");
+        return;
+    }
     std::fs::set_permissions(
         &setuid,
         std::os::unix::fs::PermissionsExt::from_mode(0o4755),
@@ -164,7 +219,7 @@ fn programs_out_of_a_preloads_reach_are_said_and_run() {
         &[
             "--",
             setuid.to_str().unwrap(),
-            tmp.path().join("db2").to_str().unwrap(),
+            writable.join("db2").to_str().unwrap(),
         ],
         &tmp.path().join("s2.json"),
     );
@@ -181,12 +236,15 @@ fn programs_out_of_a_preloads_reach_are_said_and_run() {
 #[test]
 fn signals_pass_through_as_a_shell_reports_them() {
     let tmp = tempfile::tempdir().unwrap();
-    // A program killed by a signal: 128 + n.
+    // A program killed by a signal: the command ends by that signal too (a shell says
+    // 128 + n); the summary says 128 + n.
+    let signal =
+        |status: &std::process::ExitStatus| std::os::unix::process::ExitStatusExt::signal(status);
     let (out, json) = run_json(
         &["--", "sh", "-c", "kill -TERM $$"],
         &tmp.path().join("a.json"),
     );
-    assert_eq!(out.status.code(), Some(143), "{}", text(&out));
+    assert_eq!(signal(&out.status), Some(libc::SIGTERM), "{}", text(&out));
     assert_eq!(json["status"], 143);
     // A signal sent to the command reaches the program.
     let mut child = command()
@@ -204,8 +262,73 @@ fn signals_pass_through_as_a_shell_reports_them() {
         start.elapsed() < Duration::from_secs(10),
         "the program got the signal"
     );
-    assert_eq!(status.code(), Some(143));
+    assert_eq!(signal(&status), Some(libc::SIGTERM));
     // Exit statuses of programs that cannot run, as a shell's.
     let out = run_bounded(&["run", "--", "no-such-program-anywhere"]);
     assert_eq!(out.status.code(), Some(127), "{}", text(&out));
+    // The command ends by the program's signal, so that a calling shell stops its loop on
+    // Ctrl-C as it would for the program.
+    let out = run_bounded(&["run", "--", "sh", "-c", "kill -INT $$"]);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(libc::SIGINT)
+    );
+}
+
+#[test]
+fn what_the_caller_gave_reaches_the_program_unchanged() {
+    // Closed standard streams stay closed (echo fails as it does directly), ignored
+    // signals stay ignored (nohup), and a file without "#!" runs as a shell script.
+    let closed = Command::new("sh")
+        .args(["-c", "\"$0\" run -- /bin/echo hi >&- 2>/dev/null; echo $?"])
+        .arg(env!("CARGO_BIN_EXE_leveldb-bloom"))
+        .output()
+        .unwrap();
+    let direct = Command::new("sh")
+        .args(["-c", "/bin/echo hi >&- 2>/dev/null; echo $?"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&direct.stdout), "1\n");
+    assert_eq!(closed.stdout, direct.stdout, "{}", text(&closed));
+    let nohup = Command::new("sh")
+        .args([
+            "-c",
+            "trap '' HUP; \"$0\" run -- sh -c 'kill -HUP $$; echo survived' 2>/dev/null",
+        ])
+        .arg(env!("CARGO_BIN_EXE_leveldb-bloom"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        (
+            nohup.status.code(),
+            String::from_utf8_lossy(&nohup.stdout).as_ref()
+        ),
+        (Some(0), "survived\n"),
+        "{}",
+        text(&nohup)
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("no-shebang");
+    std::fs::write(&script, "echo from the script; exit 4\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = run_bounded(&["run", "--", script.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    assert_eq!(stdout(&out), "from the script\n");
+    // A summary that cannot be written, or no folder for the statistics: the program's
+    // status still.
+    let out = run_bounded(&[
+        "run",
+        "--stats",
+        "/nonexistent/s.json",
+        "--",
+        "sh",
+        "-c",
+        "exit 7",
+    ]);
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out));
+    let mut cmd = command();
+    cmd.args(["run", "--", "sh", "-c", "exit 5"])
+        .env("TMPDIR", "/nonexistent");
+    let out = run_within(cmd, LIMIT);
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
 }

@@ -79,7 +79,6 @@ pub(crate) struct Counts {
     pub(crate) served_old_string: u64,
     /// Why each declined LevelDB was, oldest first.
     pub(crate) declined: Vec<String>,
-    pub(crate) filters_by_stock: u64,
     pub(crate) policies_refused: u64,
 }
 
@@ -98,7 +97,6 @@ pub(crate) fn counts() -> Counts {
         served_cxx11_string: SERVED_CXX11_STRING.load(Relaxed),
         served_old_string: SERVED_OLD_STRING.load(Relaxed),
         declined,
-        filters_by_stock: FILTERS_BY_STOCK.load(Relaxed),
         policies_refused: POLICIES_REFUSED.load(Relaxed),
     }
 }
@@ -134,9 +132,46 @@ pub(crate) fn at_load() {
         if at_load.file.is_some() {
             // SAFETY: `write_stats_file` is an `extern "C" fn()` that never unwinds.
             unsafe { libc::atexit(write_stats_file) };
+            #[cfg(unix)]
+            // SAFETY: `forked` is an `extern "C" fn()` that never unwinds and only loads and
+            // stores atomics (it runs in the child, where only the forking thread exists).
+            unsafe {
+                libc::pthread_atfork(None, None, Some(forked));
+            }
         }
         at_load
     });
+}
+
+/// The work a forked child inherited from its parent's counters (which its file leaves
+/// out: its parent reports it), and the parent's process ID (0: not forked since load).
+static FORK_BASE: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+static FORKED_FROM: AtomicU64 = AtomicU64::new(0);
+
+/// The work counters the statistics file reports: filters built, by stock's code, keys,
+/// queries, "no match" answers.
+fn work() -> [u64; 5] {
+    let stats = leveldb_bloom::global_stats();
+    [
+        stats.filters_built,
+        FILTERS_BY_STOCK.load(Relaxed),
+        stats.keys_added,
+        stats.queries,
+        stats.no_match,
+    ]
+}
+
+/// In a forked child: its counts start from what it inherited.
+#[cfg(unix)]
+extern "C" fn forked() {
+    for (base, now) in FORK_BASE.iter().zip(work()) {
+        base.store(now, Relaxed);
+    }
+    // SAFETY: getppid has no preconditions.
+    FORKED_FROM.store(
+        u64::try_from(unsafe { libc::getppid() }).unwrap_or(0),
+        Relaxed,
+    );
 }
 
 /// The format the policies build and the bits per key the environment set (`format.rs`),
@@ -199,7 +234,6 @@ fn stats_path(setting: &OsString) -> OsString {
 
 /// The statistics file's text.
 fn stats_text(loaded_at: u128) -> String {
-    let stats = leveldb_bloom::global_stats();
     let (format, bits) = FORMAT.get().map_or(("bloom", "program"), |(format, bits)| {
         (*format, bits.as_str())
     });
@@ -216,22 +250,24 @@ fn stats_text(loaded_at: u128) -> String {
         (_, false, true) => "partly",
         (_, false, false) => "declined",
     };
+    let work = work();
+    let [filters, by_stock, keys, queries, no_match] =
+        std::array::from_fn(|i| work[i].saturating_sub(FORK_BASE[i].load(Relaxed)));
     let mut text = format!(
         "served={served}\nformat={}\nbits_per_key={bits}\ndropin_policies={policies}\n\
          policies_refused={}\n\
          leveldbs_cxx11_string={cxx11}\nleveldbs_old_string={old}\nleveldbs_declined={}\n\
-         filters_built={}\nfilters_built_by_stock={}\nkeys_added={}\nqueries={}\n\
-         no_match={}\npid={}\nloaded_at_ns={loaded_at}\n",
+         filters_built={filters}\nfilters_built_by_stock={by_stock}\nkeys_added={keys}\n\
+         queries={queries}\nno_match={no_match}\npid={}\nloaded_at_ns={loaded_at}\n",
         format,
         counts.policies_refused,
         declined.len(),
-        stats.filters_built,
-        counts.filters_by_stock,
-        stats.keys_added,
-        stats.queries,
-        stats.no_match,
         std::process::id(),
     );
+    let forked_from = FORKED_FROM.load(Relaxed);
+    if forked_from != 0 {
+        text.push_str(&format!("forked_from={forked_from}\n"));
+    }
     for reason in declined {
         text.push_str(&format!("declined={reason}\n"));
     }

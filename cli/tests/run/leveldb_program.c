@@ -1,12 +1,16 @@
 /* An ordinary LevelDB program (it knows nothing of leveldb-bloom), for `leveldb-bloom run`'s
  * tests: writes 20,000 keys with 10 bits per key Bloom filters, compacts, asks for 20,000
- * absent keys inside the tables' key range, prints how many it found, and exits with the
+ * absent keys inside the tables' key range, prints how many it found, forks the children
+ * its third argument asks for (each exits at once, through exit()), and exits with the
  * status its second argument names.
  *
- *   leveldb_program DB_DIR [STATUS] */
+ *   leveldb_program DB_DIR [STATUS [CHILDREN]] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <leveldb/c.h>
 
@@ -45,5 +49,10 @@ int main(int argc, char **argv) {
     return 3;
   }
   printf("found %d absent keys\n", found);
+  fflush(stdout);
+  for (int c = 0; c < (argc > 3 ? atoi(argv[3]) : 0); c++)
+    if (fork() == 0) exit(0);
+  while (wait(NULL) > 0) {
+  }
   return argc > 2 ? atoi(argv[2]) : 0;
 }
