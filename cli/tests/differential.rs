@@ -11,8 +11,8 @@
 //!
 //! - `verify` says ok only if stock LevelDB opens a copy with paranoid checks and reads
 //!   every record as it read it before the damage; or, where the newest log was cut short
-//!   (what a crash leaves) or `verify` warned that LevelDB skips intact log records, reads
-//!   without an error.
+//!   or zeroed to its end (what a crash leaves) or `verify` warned that LevelDB skips log
+//!   records, reads without an error.
 //! - `upgrade` exits 0 only if stock LevelDB reads the same records after it as before it;
 //!   and when it refuses, no file changed.
 //!
@@ -136,9 +136,14 @@ fn damage_bytes(file: &Path, rng: &mut fastrand::Rng) -> String {
         }
         1 => {
             let end = (at + rng.usize(1..4096)).min(bytes.len());
+            let to_the_end = if end == bytes.len() {
+                " (to the end)"
+            } else {
+                ""
+            };
             bytes[at..end].fill(0);
             std::fs::write(file, bytes).unwrap();
-            format!("{name}: zeroed {at}..{end}")
+            format!("{name}: zeroed {at}..{end}{to_the_end}")
         }
         2 => {
             bytes.truncate(at);
@@ -215,15 +220,15 @@ fn case(seed: u64, scratch: &Path) -> Vec<String> {
     let mut found = Vec::new();
     let d = damaged.to_str().unwrap();
 
-    // The newest log cut short is what a crash leaves: the writes past the cut are not in
-    // the files (older values and deleted keys read again), and LevelDB (and verify) read
-    // the rest without complaint.
+    // The newest log cut short, or zeroed to its end, is what a crash leaves (a file whose
+    // length reached the disk before its data): the writes there are not in the files
+    // (older values and deleted keys read again), and LevelDB (and verify) read the rest
+    // without complaint.
     let newest_log = files_of(&damaged, |n| n.ends_with(".log")).pop();
     let crash = newest_log.is_some_and(|log| {
-        what.starts_with(&format!(
-            "{}: cut at",
-            log.file_name().unwrap().to_string_lossy()
-        ))
+        let name = log.file_name().unwrap().to_string_lossy().into_owned();
+        what.starts_with(&format!("{name}: cut at"))
+            || (what.starts_with(&format!("{name}: zeroed")) && what.ends_with("(to the end)"))
     });
     let verify = run_bounded(&["verify", d]);
     if verify.status.code() == Some(0) {
