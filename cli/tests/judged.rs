@@ -696,16 +696,45 @@ fn tables_outside_the_version_whose_records_it_holds_are_a_note() {
 }
 
 /// A database of `n` records in tables and `logged` more only in its write-ahead log (closed
-/// without a compaction); and what every key reads.
-fn db_with_logged_records(dir: &Path, n: u64, logged: u64) -> Expected {
-    let mut expected = write_db(dir, Some(BLOOM), true, n);
-    let db = Db::open(dir, Some(BLOOM), true, false).unwrap();
+/// without a compaction), in a scratch directory: what every key reads, its current
+/// version, and its newest log's bytes with the records in them (at their offsets).
+struct Logged {
+    tmp: tempfile::TempDir,
+    dir: PathBuf,
+    expected: Expected,
+    version: leveldb_bloom_cli::manifest::Version,
+    log: PathBuf,
+}
+
+fn db_with_logged_records(n: u64, logged: u64) -> Logged {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut expected = write_db(&dir, Some(BLOOM), true, n);
+    let db = Db::open(&dir, Some(BLOOM), true, false).unwrap();
     for i in n..n + logged {
         let value = format!("logged-{i}").into_bytes();
         db.put(&key(i), &value).unwrap();
         expected.insert(key(i), value);
     }
-    expected
+    drop(db);
+    let version = leveldb_bloom_cli::manifest::current_version(&dir).unwrap();
+    let log = version.logs.last().unwrap().clone();
+    Logged {
+        tmp,
+        dir,
+        expected,
+        version,
+        log,
+    }
+}
+
+impl Logged {
+    /// The newest log's bytes, and its records at their offsets.
+    fn log_records(&self) -> (Vec<u8>, Vec<(usize, Vec<u8>)>) {
+        let bytes = std::fs::read(&self.log).unwrap();
+        let records = leveldb_bloom_cli::manifest::log_records_at(&bytes).unwrap();
+        (bytes, records)
+    }
 }
 
 const LOG_NUMBER: u8 = 2;
@@ -715,10 +744,13 @@ const LAST_SEQUENCE: u8 = 4;
 #[test]
 fn file_and_sequence_numbers_recovery_turns_into_loss_are_damage_until_repaired() {
     let (n, logged) = (5000, 500);
-    let tmp = tempfile::tempdir().unwrap();
-    let original = tmp.path().join("original");
-    let expected = db_with_logged_records(&original, n, logged);
-    let version = leveldb_bloom_cli::manifest::current_version(&original).unwrap();
+    let Logged {
+        tmp,
+        dir: original,
+        expected,
+        version,
+        ..
+    } = db_with_logged_records(n, logged);
     let highest_table = version.live.iter().map(|t| t.file.number).max().unwrap();
     let max_sequence = leveldb_bloom_cli::manifest::MAX_SEQUENCE;
     let cases = [
@@ -804,11 +836,13 @@ fn a_live_log_numbered_at_the_next_file_number_is_what_a_crash_leaves_and_passes
     // marks the log's number used; nothing is lost. Made here by moving the live log to the
     // next file number.
     let (n, logged) = (5000, 500);
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("db");
-    let expected = db_with_logged_records(&dir, n, logged);
-    let version = leveldb_bloom_cli::manifest::current_version(&dir).unwrap();
-    let log = version.logs.last().unwrap();
+    let Logged {
+        dir,
+        expected,
+        version,
+        log,
+        tmp: _tmp,
+    } = db_with_logged_records(n, logged);
     assert!(version.log_number < version.next_file);
     std::fs::rename(log, dir.join(format!("{:06}.log", version.next_file))).unwrap();
     run_on(&["verify"], &dir, 0, "log at the next file number");
@@ -827,13 +861,15 @@ fn a_live_log_numbered_at_the_next_file_number_is_what_a_crash_leaves_and_passes
 /// word; `verify` must say, at the zeroed header, `said`; `upgrade` must refuse it.
 fn zeroed_in_the_logs_last_block(end: impl Fn(&[(usize, Vec<u8>)], usize) -> usize, said: &str) {
     let (n, logged) = (2000, 700);
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("db");
-    let expected = db_with_logged_records(&dir, n, logged);
-    let version = leveldb_bloom_cli::manifest::current_version(&dir).unwrap();
-    let log = version.logs.last().unwrap().clone();
-    let mut bytes = std::fs::read(&log).unwrap();
-    let records = leveldb_bloom_cli::manifest::log_records_at(&bytes).unwrap();
+    let db = db_with_logged_records(n, logged);
+    let (mut bytes, records) = db.log_records();
+    let Logged {
+        tmp,
+        dir,
+        expected,
+        log,
+        ..
+    } = db;
     let last_block = bytes.len() / 32768 * 32768;
     let i = records
         .iter()
@@ -901,13 +937,15 @@ fn a_newest_log_zeroed_to_its_end_is_what_a_crash_leaves_and_passes() {
     // complaint, and so does verify (no intact record is skipped). Found by the
     // differential fuzzer, whose oracle takes it for a crash.
     let (n, logged) = (2000, 300);
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("db");
-    let expected = db_with_logged_records(&dir, n, logged);
-    let version = leveldb_bloom_cli::manifest::current_version(&dir).unwrap();
-    let log = version.logs.last().unwrap().clone();
-    let mut bytes = std::fs::read(&log).unwrap();
-    let records = leveldb_bloom_cli::manifest::log_records_at(&bytes).unwrap();
+    let db = db_with_logged_records(n, logged);
+    let (mut bytes, records) = db.log_records();
+    let Logged {
+        tmp,
+        dir,
+        expected,
+        log,
+        ..
+    } = db;
     let (start, lost) = (records[records.len() - 10].0, 10);
     bytes[start..].fill(0);
     std::fs::write(&log, &bytes).unwrap();

@@ -275,29 +275,23 @@ fn signals_pass_through_as_a_shell_reports_them() {
     );
 }
 
+/// `sh -c script`, with the command as `$0`: the command as a caller starts it.
+fn shell(script: &str) -> std::process::Output {
+    Command::new("sh")
+        .args(["-c", script, env!("CARGO_BIN_EXE_leveldb-bloom")])
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn what_the_caller_gave_reaches_the_program_unchanged() {
     // Closed standard streams stay closed (echo fails as it does directly), ignored
     // signals stay ignored (nohup), and a file without "#!" runs as a shell script.
-    let closed = Command::new("sh")
-        .args(["-c", "\"$0\" run -- /bin/echo hi >&- 2>/dev/null; echo $?"])
-        .arg(env!("CARGO_BIN_EXE_leveldb-bloom"))
-        .output()
-        .unwrap();
-    let direct = Command::new("sh")
-        .args(["-c", "/bin/echo hi >&- 2>/dev/null; echo $?"])
-        .output()
-        .unwrap();
+    let closed = shell("\"$0\" run -- /bin/echo hi >&- 2>/dev/null; echo $?");
+    let direct = shell("/bin/echo hi >&- 2>/dev/null; echo $?");
     assert_eq!(String::from_utf8_lossy(&direct.stdout), "1\n");
     assert_eq!(closed.stdout, direct.stdout, "{}", text(&closed));
-    let nohup = Command::new("sh")
-        .args([
-            "-c",
-            "trap '' HUP; \"$0\" run -- sh -c 'kill -HUP $$; echo survived' 2>/dev/null",
-        ])
-        .arg(env!("CARGO_BIN_EXE_leveldb-bloom"))
-        .output()
-        .unwrap();
+    let nohup = shell("trap '' HUP; \"$0\" run -- sh -c 'kill -HUP $$; echo survived' 2>/dev/null");
     assert_eq!(
         (
             nohup.status.code(),
