@@ -1,14 +1,22 @@
-"""Builds the package with the Rust library inside it.
+"""Builds the package with the Rust library, the drop-in and the command inside it.
 
-setuptools-rust runs ``cargo build --release`` on the C library's crate (``clib``, a plain
-``cdylib``: no Python binding, ctypes loads it) and puts ``libleveldb_bloom.so`` in the
-``leveldb_bloom`` package. The crates are the repository's (``../../clib/Cargo.toml``, the
-Rust library and the C API it builds on) when building from a checkout, and the copies
-under ``rust/`` when building from an sdist, which carries their sources because a source
-distribution cannot refer to files outside itself.
+setuptools-rust runs cargo on three crates and puts what they build in the ``leveldb_bloom``
+package, side by side:
 
-The library does not depend on the Python version, so the wheel is tagged
-``py3-none-<platform>``.
+- ``libleveldb_bloom.so``, the C library (``clib``, a plain ``cdylib``: no Python binding,
+  ctypes loads it);
+- ``libleveldb_bloom_dropin.so``, the drop-in (``dropin``), which ``leveldb-bloom run``
+  preloads into a program;
+- ``leveldb-bloom``, the command (``cli``), built without its ``upgrade`` feature so that
+  it links no LevelDB. The ``leveldb-bloom`` console script (``leveldb_bloom._command``)
+  executes it, as the ``cmake`` and ``ninja`` packages do with theirs: the command finds the
+  drop-in beside itself.
+
+The crates are the repository's (``../../<crate>/Cargo.toml``) when building from a
+checkout, and the copies under ``rust/`` when building from an sdist, which carries their
+sources because a source distribution cannot refer to files outside itself.
+
+Nothing built depends on the Python version, so the wheel is tagged ``py3-none-<platform>``.
 """
 
 from __future__ import annotations
@@ -44,28 +52,50 @@ CRATE_FILES = [
     "capi/src",
     "clib/Cargo.toml",
     "clib/lib.rs",
+    "include/leveldb_bloom.h",
+    "dropin/Cargo.toml",
+    "dropin/build.rs",
+    "dropin/src",
+    "cli/Cargo.toml",
+    "cli/src",
+    # An optional dependency of the command's (its `upgrade` feature, off here): cargo
+    # reads its manifest to resolve the workspace, and builds nothing of it.
+    "leveldb-sys/Cargo.toml",
+    "leveldb-sys/build.rs",
+    "leveldb-sys/src",
 ]
+# The sdist's crates, as the packages cargo knows them by.
+SDIST_PACKAGES = {
+    "leveldb-bloom",
+    "leveldb-bloom-capi",
+    "leveldb-bloom-clib",
+    "leveldb-bloom-dropin",
+    "leveldb-bloom-cli",
+    "leveldb-sys",
+}
 # The workspace of the sdist's crates.
-SDIST_MEMBERS = '[workspace]\nmembers = ["capi", "clib"]\n\n'
+SDIST_MEMBERS = '[workspace]\nmembers = ["capi", "clib", "dropin", "cli"]\n\n'
 
 
-def crate_manifest() -> str:
-    """The Cargo.toml to build, relative to this directory."""
+def crate_manifest(crate: str) -> str:
+    """The Cargo.toml of ``crate`` (a folder of the workspace), relative to this directory."""
     if os.path.exists(os.path.join(HERE, SDIST_CRATE, "Cargo.toml")):
-        return os.path.join(SDIST_CRATE, "clib", "Cargo.toml")
-    return os.path.join("..", "..", "clib", "Cargo.toml")
+        return os.path.join(SDIST_CRATE, crate, "Cargo.toml")
+    return os.path.join("..", "..", crate, "Cargo.toml")
 
 
 def standalone_manifest(text: str) -> str:
-    """The root Cargo.toml as the workspace of the sdist's crates, without the tables that
-    name what an sdist does not carry (benches, dev-dependencies, other members' profiles)."""
+    """A Cargo.toml without the tables that name what an sdist does not carry (benches,
+    dev-dependencies, the profiles of other packages); the root's ``[workspace]`` becomes
+    the workspace of the sdist's crates."""
     kept, skipping = [], False
     for line in text.splitlines(keepends=True):
         header = re.match(r"\s*\[\[?([^\]]+)\]\]?\s*$", line)
         if header:
             name = header.group(1).strip()
             skipping = name in ("workspace", "bench", "dev-dependencies") or (
-                name.startswith("profile.dev.package.") and name != "profile.dev.package.leveldb-bloom"
+                name.startswith("profile.dev.package.")
+                and name[len("profile.dev.package.") :] not in SDIST_PACKAGES
             )
             if name == "workspace":
                 kept.append(SDIST_MEMBERS)
@@ -90,7 +120,7 @@ class SdistWithCrate(sdist):
             os.makedirs(os.path.dirname(os.path.join(target, name)), exist_ok=True)
             if os.path.isdir(source):
                 shutil.copytree(source, os.path.join(target, name), dirs_exist_ok=True)
-            elif name == "Cargo.toml":
+            elif name.endswith("Cargo.toml"):
                 with open(source, encoding="utf-8") as f:
                     text = standalone_manifest(f.read())
                 with open(os.path.join(target, name), "w", encoding="utf-8") as f:
@@ -100,12 +130,13 @@ class SdistWithCrate(sdist):
 
 
 class BuildRustPlainName(build_rust):
-    """Puts the library in the package as ``libleveldb_bloom.so``: a C library that ctypes
-    loads, not a Python extension, so its name carries no Python version or ABI tag."""
+    """Puts each library in the package under its own name (``libleveldb_bloom.so``,
+    ``libleveldb_bloom_dropin.so``): C libraries that ctypes loads or a program preloads,
+    not Python extensions, so their names carry no Python version or ABI tag."""
 
     def get_dylib_ext_path(self, ext, target_fname):
         path = super().get_dylib_ext_path(ext, target_fname)
-        return os.path.join(os.path.dirname(path), "libleveldb_bloom.so")
+        return os.path.join(os.path.dirname(path), target_fname.split(".")[-1] + ".so")
 
 
 class BdistWheelAnyPython(bdist_wheel):
@@ -120,9 +151,20 @@ setup(
     rust_extensions=[
         RustExtension(
             "leveldb_bloom.libleveldb_bloom",
-            path=crate_manifest(),
+            path=crate_manifest("clib"),
             binding=Binding.NoBinding,
-        )
+        ),
+        RustExtension(
+            "leveldb_bloom.libleveldb_bloom_dropin",
+            path=crate_manifest("dropin"),
+            binding=Binding.NoBinding,
+        ),
+        RustExtension(
+            {"leveldb-bloom": "leveldb_bloom.leveldb-bloom"},
+            path=crate_manifest("cli"),
+            binding=Binding.Exec,
+            args=["--no-default-features"],
+        ),
     ],
     cmdclass={
         "sdist": SdistWithCrate,

@@ -188,6 +188,7 @@ pub(crate) struct Analysis {
     /// What LevelDB's recovery or next writes turn into loss ([`manifest::Version::hazards`]).
     pub(crate) hazards: Vec<String>,
     /// The MANIFEST's next file number.
+    #[cfg_attr(not(feature = "upgrade"), expect(dead_code, reason = "upgrade's"))]
     pub(crate) next_file: u64,
     /// The way back an upgrade that did not finish left (or what else holds its name).
     way_back: Found,

@@ -14,6 +14,8 @@ use leveldb_bloom_capi::{
 };
 use leveldb_sys::*;
 
+use crate::way_back::Digest;
+
 /// The policy `upgrade` writes with, in `format` at `bits_per_key`: Bloom filters at a whole
 /// number of bits per key from 1 to 1000 (more could only be a mistake: 1000 bits per key is
 /// already a false-positive rate of 10^-200), written by LevelDB's own Bloom policy
@@ -69,34 +71,6 @@ fn take_error(err: *mut c_char) -> Option<String> {
 
 /// A key and its value.
 pub type Record = (Vec<u8>, Vec<u8>);
-
-/// What LevelDB's iterator reads of a whole database: how many records, and a hash of every
-/// key and value in order (each length-prefixed), so that two readings are equal only if
-/// they read the same records, in the same order, with the same values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Digest {
-    pub records: u64,
-    pub hash: u128,
-}
-
-impl std::fmt::Display for Digest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} records, hash {:032x}", self.records, self.hash)
-    }
-}
-
-impl std::str::FromStr for Digest {
-    type Err = ();
-
-    /// What [`Digest`]'s `Display` wrote.
-    fn from_str(text: &str) -> Result<Digest, ()> {
-        let (records, hash) = text.trim_end().split_once(" records, hash ").ok_or(())?;
-        Ok(Digest {
-            records: records.parse().map_err(drop)?,
-            hash: u128::from_str_radix(hash, 16).map_err(drop)?,
-        })
-    }
-}
 
 /// An open database with a filter policy. Closing (drop) releases LevelDB's lock.
 pub struct Db {

@@ -2,18 +2,21 @@
 //! database. The tables and logs are read here, in Rust ([`table`], [`manifest`], [`wal`]);
 //! only `upgrade` ([`upgrade`]) calls LevelDB ([`leveldb`]), so that LevelDB itself writes
 //! every new table, and keeps the way back ([`way_back`]) until LevelDB reads the same
-//! records after it as before.
+//! records after it as before. Built without the `upgrade` feature (as the Python package's
+//! command is), nothing here links LevelDB.
 
 pub mod commands;
 pub mod files;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+#[cfg(feature = "upgrade")]
 pub mod leveldb;
 pub mod lock;
 pub mod manifest;
 pub mod report;
 pub mod run;
 pub mod table;
+#[cfg(feature = "upgrade")]
 pub mod upgrade;
 pub mod wal;
 pub mod way_back;

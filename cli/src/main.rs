@@ -8,9 +8,12 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use leveldb_bloom::Format;
+#[cfg(feature = "upgrade")]
 use leveldb_bloom_cli::leveldb::new_policy;
 use leveldb_bloom_cli::report::Keys;
-use leveldb_bloom_cli::{commands, run, upgrade};
+#[cfg(feature = "upgrade")]
+use leveldb_bloom_cli::upgrade;
+use leveldb_bloom_cli::{commands, run};
 
 #[derive(Parser)]
 #[command(
@@ -128,10 +131,18 @@ fn main() -> ExitCode {
             keys: k,
         } => commands::inspect(&path, json, keys(k)),
         Command::Verify { path, keys: k } => commands::verify(&path, keys(k)),
+        Command::Run(request) => run::run(request),
+        #[cfg(not(feature = "upgrade"))]
+        Command::Upgrade { .. } => Err(commands::Failure::error(
+            "upgrade: this build of the command has no LevelDB (the Python package's has \
+             none), and upgrade has LevelDB itself write every table: use the command built \
+             with LevelDB (`cargo install --path cli` in the source, with libleveldb-dev)",
+        )),
+        #[cfg(feature = "upgrade")]
         Command::Upgrade {
             path, undo: true, ..
         } => upgrade::undo(&path),
-        Command::Run(request) => run::run(request),
+        #[cfg(feature = "upgrade")]
         Command::Upgrade {
             path,
             format,

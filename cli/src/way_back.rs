@@ -28,7 +28,6 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::leveldb::Digest;
 use crate::manifest::{FileKind, parse_file_name};
 
 /// The folder inside the database directory that holds the way back.
@@ -369,6 +368,34 @@ fn names_in(dir: &Path) -> io::Result<BTreeSet<OsString>> {
 /// Makes a directory's entries durable.
 fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
+}
+
+/// What LevelDB's iterator reads of a whole database: how many records, and a hash of every
+/// key and value in order (each length-prefixed), so that two readings are equal only if
+/// they read the same records, in the same order, with the same values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Digest {
+    pub records: u64,
+    pub hash: u128,
+}
+
+impl std::fmt::Display for Digest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} records, hash {:032x}", self.records, self.hash)
+    }
+}
+
+impl std::str::FromStr for Digest {
+    type Err = ();
+
+    /// What [`Digest`]'s `Display` wrote.
+    fn from_str(text: &str) -> Result<Digest, ()> {
+        let (records, hash) = text.trim_end().split_once(" records, hash ").ok_or(())?;
+        Ok(Digest {
+            records: records.parse().map_err(drop)?,
+            hash: u128::from_str_radix(hash, 16).map_err(drop)?,
+        })
+    }
 }
 
 #[cfg(test)]

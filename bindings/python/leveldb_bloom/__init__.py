@@ -35,6 +35,7 @@ import enum
 import math
 import numbers
 import operator
+import os
 import threading
 from typing import Any, Iterable, List, NamedTuple, Optional, Sequence, Union
 
@@ -64,6 +65,7 @@ __all__ = [
     "filter_block_may_match",
     "filter_block_may_match_batch",
     "global_stats",
+    "dropin_path",
     "library_path",
     "reset_global_stats",
     "status_message",
@@ -285,6 +287,14 @@ def version() -> str:
 def library_path() -> str:
     """The path or name the C library was loaded from."""
     return _lib_path
+
+
+def dropin_path() -> Optional[str]:
+    """The drop-in pip installed in this package (``libleveldb_bloom_dropin.so``), for a
+    program's ``LD_PRELOAD`` (docs/drop-in.md), or None if the package has none (a package
+    not built by pip). The ``leveldb-bloom run`` command preloads it for you."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libleveldb_bloom_dropin.so")
+    return path if os.path.isfile(path) else None
 
 
 # --------------------------------------------------------------------------- policy

@@ -32,6 +32,19 @@ def test_loads_the_library_it_is_told_to_or_its_own():
         assert os.path.basename(loaded).startswith("libleveldb_bloom")
 
 
+def test_carries_the_drop_in_and_the_command_when_pip_built_it():
+    if os.environ.get("LEVELDB_BLOOM_LIB"):
+        # The source tree's package, as CTest runs it: pip put nothing in it.
+        assert leveldb_bloom.dropin_path() is None
+        return
+    package_dir = os.path.dirname(os.path.realpath(leveldb_bloom.__file__))
+    dropin = leveldb_bloom.dropin_path()
+    assert dropin is not None and os.path.dirname(os.path.realpath(dropin)) == package_dir
+    command = os.path.join(package_dir, "leveldb-bloom")
+    shown = subprocess.run([command, "--version"], capture_output=True, text=True, check=True)
+    assert shown.stdout.split() == ["leveldb-bloom", leveldb_bloom.__version__]
+
+
 def _defined_dynamic_symbols(path: str) -> set:
     out = subprocess.run(
         ["nm", "-D", "--defined-only", path], capture_output=True, text=True, check=True
