@@ -115,11 +115,16 @@ def main(dropin, work):
         print(f"plyvel [{arrangement}]: output identical; {shown}; stats: "
               f"{' '.join(stats_path.read_text().split())}")
 
+    report(failures, "plyvel: the preloaded drop-in served both formats; nothing stored changed")
+
+
+def report(failures, success):
+    """Prints each failure and exits 1, or prints `success`."""
     for failure in failures:
         print(f"FAILED: {failure}", file=sys.stderr)
     if failures:
         sys.exit(1)
-    print("plyvel: the preloaded drop-in served both formats; nothing stored changed")
+    print(success)
 
 
 if __name__ == "__main__":

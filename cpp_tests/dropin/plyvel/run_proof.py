@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from proof import HERE, parse, read_whole
+from proof import HERE, parse, read_whole, report
 
 BIN = Path(sys.executable).parent
 COMMAND = str(BIN / "leveldb-bloom")
@@ -88,11 +88,7 @@ def main(work):
         failures.append(f"upgrade: status {refused.returncode}, {refused.stderr!r}; "
                         f"files unchanged: {before == after}")
 
-    for failure in failures:
-        print(f"FAILED: {failure}", file=sys.stderr)
-    if failures:
-        sys.exit(1)
-    print("run_proof: the pip-installed command served plyvel's wheel")
+    report(failures, "run_proof: the pip-installed command served plyvel's wheel")
 
 
 if __name__ == "__main__":
