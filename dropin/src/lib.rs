@@ -74,6 +74,8 @@ extern "C" fn at_load() {
 
 /// The definition of `NewBloomFilterPolicy` the drop-in displaced: the next one after it in
 /// lookup order, or, where the drop-in was loaded after it (by `dlopen`), the first one.
+/// Never another copy of the drop-in (two preloaded, or one preloaded over one linked):
+/// each would take the other's for stock's and call it, forever.
 #[cfg(unix)]
 fn displaced() -> Option<NewPolicyFn> {
     let own = new_bloom_filter_policy as *const () as usize;
@@ -82,9 +84,45 @@ fn displaced() -> Option<NewPolicyFn> {
         // SAFETY: a pseudo-handle and a C string; the result is NULL or a definition of
         // `leveldb::NewBloomFilterPolicy(int)`.
         .map(|scope| unsafe { libc::dlsym(scope, c"_ZN7leveldb20NewBloomFilterPolicyEi".as_ptr()) })
-        .find(|&f| !f.is_null() && f as usize != own)
+        .find(|&f| !f.is_null() && f as usize != own && !in_a_drop_in(f))
         // SAFETY: such a definition: an int in, a pointer out.
         .map(|f| unsafe { std::mem::transmute::<*mut c_void, NewPolicyFn>(f) })
+}
+
+/// Whether the object defining `f` is a drop-in: it defines the drop-in's own entry point
+/// too. Asked of the loader at load only. An object the loader cannot name is not one.
+#[cfg(unix)]
+fn in_a_drop_in(f: *mut c_void) -> bool {
+    let object_of = |address: *const c_void| {
+        // SAFETY: `Dl_info` is plain data, filled by `dladdr` when it returns non-zero.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: any address may be asked about; `info` is writable.
+        (unsafe { libc::dladdr(address, &mut info) } != 0).then_some(info)
+    };
+    let Some(info) = object_of(f) else {
+        return false;
+    };
+    if info.dli_fname.is_null() {
+        return false;
+    }
+    // SAFETY: a loaded object's name, from `dladdr`; RTLD_NOLOAD loads nothing, and the
+    // handle it returns only adds a reference, dropped below.
+    let handle = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    if handle.is_null() {
+        return false;
+    }
+    // SAFETY: a handle from `dlopen` and a C string.
+    let entry = unsafe {
+        libc::dlsym(
+            handle,
+            c"leveldb_bloom_dropin_filter_policy_create".as_ptr(),
+        )
+    };
+    let same_object =
+        !entry.is_null() && object_of(entry).is_some_and(|found| found.dli_fbase == info.dli_fbase);
+    // SAFETY: the handle `dlopen` returned, closed once.
+    unsafe { libc::dlclose(handle) };
+    same_object
 }
 
 #[used]
