@@ -86,6 +86,9 @@ pub struct Summary {
 
 /// The program's process, for the signal handler (0: none yet).
 static CHILD: AtomicI32 = AtomicI32::new(0);
+/// A signal sent to the command before the program's process existed, to pass on once it
+/// does (0: none).
+static PENDING: AtomicI32 = AtomicI32::new(0);
 
 /// What the caller gave the command before Rust's runtime started, which the runtime then
 /// changes: the standard streams it had closed (bit n: fd n; the runtime opens /dev/null on
@@ -118,18 +121,47 @@ extern "C" fn pass_on(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut l
     // A signal a process sent the command is passed on; one the kernel sent (the terminal's
     // Ctrl-C, which the program's group receives too) is not sent twice.
     // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
-    let from_process = unsafe { (*info).si_code } == libc::SI_USER;
+    let code = unsafe { (*info).si_code };
+    if code != libc::SI_USER && code != libc::SI_QUEUE {
+        return;
+    }
     let child = CHILD.load(Ordering::Relaxed);
-    if from_process && child > 0 {
+    if child > 0 {
         // SAFETY: kill is async-signal-safe.
         unsafe { libc::kill(child, signal) };
+    } else {
+        PENDING.store(signal, Ordering::Relaxed);
     }
 }
 
-/// Catches the signals that would end the command while the program runs (a caught
-/// signal's handler is reset in the program at exec).
+/// Records the program's process for the signal handler, and passes on a signal that came
+/// before it existed. The handler runs on this thread (the command has no other), so it
+/// ran either wholly before the store or sees the process.
+fn program_started(child: i32) {
+    CHILD.store(child, Ordering::Relaxed);
+    let pending = PENDING.swap(0, Ordering::Relaxed);
+    if pending != 0 {
+        // SAFETY: the program's process, which the command has not waited for yet.
+        unsafe { libc::kill(child, pending) };
+    }
+}
+
+/// Catches the signals a process sends to stop or tell a program (each would end the
+/// command while the program runs; a caught signal's handler is reset in the program at
+/// exec), and the terminal's resizing.
 fn pass_signals_on() {
-    for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
+    let realtime = libc::SIGRTMIN()..=libc::SIGRTMAX();
+    let named = [
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+        libc::SIGWINCH,
+    ];
+    for signal in named.into_iter().chain(realtime) {
         // SAFETY: a zeroed sigaction is valid; the handler only calls async-signal-safe
         // functions. A signal the caller ignores stays ignored (`nohup`): the program
         // inherits that.
@@ -420,6 +452,29 @@ pub fn run(request: Run) -> Result<u8, Failure> {
     let dropin = dropin
         .canonicalize()
         .map_err(|e| Failure::error(format!("{}: {e}", shown(&dropin))))?;
+    if let Some(bits) = request.bits_per_key {
+        let format = request.format.or_else(|| {
+            let named = std::env::var("LEVELDB_BLOOM_FORMAT").ok()?;
+            Format::from_name(named.trim())
+        });
+        let accepted = match format.unwrap_or(Format::Bloom) {
+            Format::Bloom => bits.fract() == 0.0 && (0.0..=1000.0).contains(&bits),
+            Format::Compact => leveldb_bloom::CompactPolicy::new(bits).is_ok(),
+        };
+        if !accepted {
+            return Err(Failure::error(format!(
+                "run: --bits-per-key {bits}: {} filters take {}",
+                format.unwrap_or(Format::Bloom).name(),
+                match format.unwrap_or(Format::Bloom) {
+                    Format::Bloom => "a whole number from 0 to 1000".to_owned(),
+                    Format::Compact => format!(
+                        "a number from 0 to {}",
+                        leveldb_bloom::compact::MAX_BITS_PER_KEY
+                    ),
+                }
+            )));
+        }
+    }
     let Some(program) = find_program(name) else {
         say(&format!("{}: command not found", name.to_string_lossy()));
         return Ok(127);
@@ -525,7 +580,7 @@ pub fn run(request: Run) -> Result<u8, Failure> {
             });
         }
     };
-    CHILD.store(child.id() as i32, Ordering::Relaxed);
+    program_started(child.id() as i32);
     let status = child
         .wait()
         .map_err(|e| Failure::error(format!("run: waiting for the program: {e}")))?;

@@ -275,6 +275,71 @@ fn signals_pass_through_as_a_shell_reports_them() {
     );
 }
 
+#[test]
+fn every_signal_a_process_sends_reaches_the_program_even_at_once() {
+    // USR1 (and the like) reach the program, which may handle them, instead of ending the
+    // command while the program runs on.
+    let out = shell(
+        "\"$0\" run -- sh -c 'trap \"echo got-usr1; exit 7\" USR1; sleep 30 & wait' 2>/dev/null & \
+         sleep 0.5; kill -USR1 $!; wait $!; echo \"status $?\"",
+    );
+    assert_eq!(stdout(&out), "got-usr1\nstatus 7\n", "{}", text(&out));
+    // A signal sent as the command starts, before the program's process exists, is passed
+    // on when it does, never lost.
+    for delay in 0..20u64 {
+        let mut child = command()
+            .args(["run", "--", "sleep", "30"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(delay * 250));
+        // SAFETY: kill with a live child's pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let start = std::time::Instant::now();
+        let status = child.wait().unwrap();
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "delay {delay}: the signal was lost"
+        );
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGTERM),
+            "delay {delay}"
+        );
+    }
+}
+
+#[test]
+fn bits_per_key_a_format_does_not_take_are_refused_before_the_program_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ran = tmp.path().join("ran");
+    for (format, bits) in [
+        ("compact", "100"),
+        ("compact", "NaN"),
+        ("bloom", "0.5"),
+        ("bloom", "-5"),
+    ] {
+        let out = run_bounded(&[
+            "run",
+            "--format",
+            format,
+            &format!("--bits-per-key={bits}"),
+            "--",
+            "touch",
+            ran.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{format} {bits}: {}",
+            text(&out)
+        );
+        assert!(text(&out).contains("--bits-per-key"), "{}", text(&out));
+        assert!(!ran.exists(), "{format} {bits}: the program ran");
+    }
+}
+
 /// `sh -c script`, with the command as `$0`: the command as a caller starts it.
 fn shell(script: &str) -> std::process::Output {
     Command::new("sh")
