@@ -8,7 +8,7 @@ package, side by side:
 - ``libleveldb_bloom_dropin.so``, the drop-in (``dropin``), which ``leveldb-bloom run``
   preloads into a program;
 - ``leveldb-bloom``, the command (``cli``), built without its ``upgrade`` feature so that
-  it links no LevelDB. The ``leveldb-bloom`` console script (``leveldb_bloom._command``)
+  it links no LevelDB. The ``leveldb-bloom`` console script (``_leveldb_bloom_command``)
   executes it, as the ``cmake`` and ``ninja`` packages do with theirs: the command finds the
   drop-in beside itself.
 

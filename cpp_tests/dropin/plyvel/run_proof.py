@@ -11,7 +11,9 @@ the leveldb-bloom wheel and plyvel's; the command is that environment's console 
     without the drop-in reads every pair the program wrote;
   - the command is the program the package carries, reached through the console script and
     `python -m leveldb_bloom`: a program killed by SIGPIPE under `run` ends the command by
-    SIGPIPE too (Python ignores SIGPIPE for itself; the script must not pass that on); `upgrade`,
+    SIGPIPE too (Python ignores SIGPIPE for itself; the script must not pass that on); the
+    script runs the command with its caller's output closed, and with `LEVELDB_BLOOM_LIB`
+    naming no library (the command loads none of the package's); `upgrade`,
     which needs LevelDB linked, says so with status 2 and changes nothing.
 """
 
@@ -80,6 +82,23 @@ def main(work):
         if status != -signal.SIGPIPE:
             failures.append(f"{' '.join(how)} run -- yes, its reader gone: status {status}, "
                             "not killed by SIGPIPE as yes was")
+    # The console script with its caller's output closed, and with a library override that
+    # names nothing: the command runs all the same (it loads no library of the package's).
+    marker = work / "ran"
+    closed = subprocess.run([COMMAND, "run", "--", "touch", str(marker)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            pass_fds=(), close_fds=True, preexec_fn=lambda: os.close(1),
+                            check=False)
+    if closed.returncode != 0 or not marker.exists():
+        failures.append(f"run with standard output closed: status {closed.returncode}, "
+                        f"the program ran: {marker.exists()}")
+    shown = subprocess.run([COMMAND, "--version"], capture_output=True, text=True,
+                           env=dict(env, LEVELDB_BLOOM_LIB="/nonexistent/libleveldb_bloom.so"),
+                           check=False)
+    if shown.returncode != 0 or not shown.stdout.startswith("leveldb-bloom "):
+        failures.append(f"--version with LEVELDB_BLOOM_LIB naming nothing: status "
+                        f"{shown.returncode}, {shown.stdout!r} {shown.stderr!r}")
+
     before = sorted((p.name, p.stat().st_size) for p in db.iterdir())
     refused = subprocess.run([COMMAND, "upgrade", str(db), "--format", "bloom"], env=env,
                              capture_output=True, text=True, check=False)
