@@ -74,6 +74,14 @@ enum Command {
     /// read the same records after it as before (count and a hash of every key and value),
     /// or the database is put back exactly as it was (its files are kept as hard links in
     /// the leveldb-bloom-way-back folder until then).
+    #[cfg_attr(
+        not(feature = "upgrade"),
+        command(
+            about = "Not in this build (it has no LevelDB): the command built with LevelDB \
+                     rewrites every table's filters with LevelDB's own compaction.",
+            long_about = None
+        )
+    )]
     Upgrade {
         /// A database directory.
         path: PathBuf,

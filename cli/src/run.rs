@@ -67,7 +67,9 @@ pub struct Summary {
     pub processes: u64,
     /// The format its policies built, as the processes said.
     pub format: Option<String>,
-    pub bits_per_key: Option<String>,
+    /// The bits per key the drop-in was told (`--bits-per-key`); null where the program's
+    /// own were used (or no process reported).
+    pub bits_per_key: Option<f64>,
     pub leveldbs_cxx11_string: u64,
     pub leveldbs_old_string: u64,
     /// LevelDBs left to stock's code, each with why.
@@ -309,15 +311,11 @@ fn summarize(folder: &Path, summary: &mut Summary) {
         let used = count("dropin_policies").unwrap_or(0) > 0 || count("filters_built") > Some(0);
         if used || summary.format.is_none() {
             summary.format = fields.get("format").map(|s| s.to_string());
-            summary.bits_per_key = fields.get("bits_per_key").map(|s| s.to_string());
+            summary.bits_per_key = fields.get("bits_per_key").and_then(|s| s.parse().ok());
         }
     }
-    let bits = summary
-        .bits_per_key
-        .as_deref()
-        .and_then(|b| b.parse::<f64>().ok());
     if summary.format.as_deref() == Some("compact")
-        && let Some(bits) = bits
+        && let Some(bits) = summary.bits_per_key
     {
         let compact = leveldb_bloom::compact::false_positive_rate_at(bits);
         let bloom = bloom_rate_at(bits);
@@ -403,10 +401,14 @@ fn said(summary: &Summary, program: &str) -> String {
     };
     let _ = writeln!(
         text,
-        "  format {}, bits per key {}: filters built {} (by stock's code: {}), keys {}, \
+        "  format {} at {}: filters built {} (by stock's code: {}), keys {}, \
          queries {}, ruled out {ruled_out}",
         summary.format.as_deref().unwrap_or("?"),
-        summary.bits_per_key.as_deref().unwrap_or("?"),
+        summary
+            .bits_per_key
+            .map_or("the program's bits per key".to_owned(), |b| format!(
+                "{b} bits per key"
+            )),
         summary.filters_built,
         summary.filters_built_by_stock,
         summary.keys_added,
@@ -477,7 +479,12 @@ pub fn run(request: Run) -> Result<u8, Failure> {
     }
     let Some(program) = find_program(name) else {
         say(&format!("{}: command not found", name.to_string_lossy()));
-        return Ok(127);
+        let summary = Summary {
+            status: 127,
+            ..Summary::default()
+        };
+        report(&request, &summary, &name.to_string_lossy());
+        return Ok(summary.status);
     };
     // The statistics' folder; without one the program still runs, unsummed.
     let folder = statistics_folder();
@@ -497,6 +504,12 @@ pub fn run(request: Run) -> Result<u8, Failure> {
             let link = folder.path().join(DROPIN);
             std::os::unix::fs::symlink(&dropin, &link)
                 .map_err(|e| Failure::error(format!("{}: {e}", shown(&link))))?;
+            say(&format!(
+                "{}: LD_PRELOAD cannot name a path with a space or colon; preloading a link \
+                 to it that goes when the command ends, so a process the program leaves \
+                 running loses the drop-in at its next exec",
+                shown(&dropin)
+            ));
             link
         }
         _ => dropin.clone(),
@@ -525,8 +538,10 @@ pub fn run(request: Run) -> Result<u8, Failure> {
         unreachable: unreachable(&program, 0),
         ..Summary::default()
     };
-    let command = |argv0: &Path, args: &[OsString]| {
-        let mut command = Command::new(argv0);
+    let command = |path: &Path, arg0: &OsStr, args: &[OsString]| {
+        let mut command = Command::new(path);
+        // The program sees the name it was given, as a shell gives it.
+        std::os::unix::process::CommandExt::arg0(&mut command, arg0);
         command.args(args).env("LD_PRELOAD", &preload);
         if let Some(folder) = &folder {
             command.env("LEVELDB_BLOOM_STATS_FILE", folder.path().join("stats.%p"));
@@ -557,7 +572,7 @@ pub fn run(request: Run) -> Result<u8, Failure> {
         command
     };
     pass_signals_on();
-    let spawned = command(&program, &request.program[1..])
+    let spawned = command(&program, name, &request.program[1..])
         .spawn()
         .or_else(|e| {
             // A file without "#!" that the kernel will not run is a shell script, as execvp and
@@ -565,7 +580,7 @@ pub fn run(request: Run) -> Result<u8, Failure> {
             if e.raw_os_error() == Some(libc::ENOEXEC) {
                 let mut args = vec![program.clone().into_os_string()];
                 args.extend_from_slice(&request.program[1..]);
-                command(Path::new("/bin/sh"), &args).spawn()
+                command(Path::new("/bin/sh"), OsStr::new("sh"), &args).spawn()
             } else {
                 Err(e)
             }
@@ -574,10 +589,12 @@ pub fn run(request: Run) -> Result<u8, Failure> {
         Ok(child) => child,
         Err(e) => {
             say(&format!("{}: {e}", shown(&program)));
-            return Ok(match e.kind() {
+            summary.status = match e.kind() {
                 std::io::ErrorKind::NotFound => 127,
                 _ => 126,
-            });
+            };
+            report(&request, &summary, &name.to_string_lossy());
+            return Ok(summary.status);
         }
     };
     program_started(child.id() as i32);
@@ -592,7 +609,18 @@ pub fn run(request: Run) -> Result<u8, Failure> {
     if let Some(folder) = &folder {
         summarize(folder.path(), &mut summary);
     }
-    let json = || serde_json::to_string_pretty(&summary).map(|j| j + "\n");
+    report(&request, &summary, &name.to_string_lossy());
+    drop(folder);
+    if let Some(signal) = status.signal() {
+        die_by(signal);
+    }
+    Ok(summary.status)
+}
+
+/// The summary on standard error (as text, or JSON with `--json`), and as JSON in `--stats`'s
+/// file: also for a program that could not be run, so that a script always finds one.
+fn report(request: &Run, summary: &Summary, name: &str) {
+    let json = || serde_json::to_string_pretty(summary).map(|j| j + "\n");
     if let Some(file) = &request.stats
         && let Err(e) = json()
             .map_err(std::io::Error::other)
@@ -603,15 +631,10 @@ pub fn run(request: Run) -> Result<u8, Failure> {
     let text = if request.json {
         json().unwrap_or_default()
     } else {
-        said(&summary, &name.to_string_lossy())
+        said(summary, name)
     };
     // The summary is a courtesy: a standard error that cannot be written changes nothing.
     let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
-    drop(folder);
-    if let Some(signal) = status.signal() {
-        die_by(signal);
-    }
-    Ok(summary.status)
 }
 
 /// A line on standard error, from the command.

@@ -340,6 +340,40 @@ fn bits_per_key_a_format_does_not_take_are_refused_before_the_program_runs() {
     }
 }
 
+#[test]
+fn the_program_sees_its_own_name_and_scripts_always_get_a_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    // argv[0] as given, not the path the command found.
+    let out = run_bounded(&["run", "--", "sh", "-c", "echo \"$0\""]);
+    assert_eq!(stdout(&out), "sh\n", "{}", text(&out));
+    // A program that cannot be run still gets its summary, with a shell's status.
+    let (out, json) = run_json(
+        &["--", "no-such-program-anywhere"],
+        &tmp.path().join("a.json"),
+    );
+    assert_eq!(out.status.code(), Some(127), "{}", text(&out));
+    assert_eq!(json["status"], 127);
+    // Bits per key: the number given, or null for the program's own.
+    let (_, json) = run_json(
+        &[
+            "--format",
+            "compact",
+            "--bits-per-key",
+            "12.5",
+            "--",
+            "true",
+        ],
+        &tmp.path().join("b.json"),
+    );
+    assert_eq!(json["bits_per_key"], 12.5, "{json}");
+    let (_, json) = run_json(
+        &["--format", "compact", "--", "true"],
+        &tmp.path().join("c.json"),
+    );
+    assert!(json["bits_per_key"].is_null(), "{json}");
+    assert_eq!(json["format"], "compact", "{json}");
+}
+
 /// `sh -c script`, with the command as `$0`: the command as a caller starts it.
 fn shell(script: &str) -> std::process::Output {
     Command::new("sh")
