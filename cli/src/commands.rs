@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::files::{self, ReadError, shown};
 use crate::lock::{DatabaseLock, LockError};
 use crate::manifest;
+use crate::orphans;
 use crate::report::{self, Keys, TableReport};
 use crate::table::OpenTable;
 use crate::wal::{self, LogDamage, LogReport};
@@ -386,7 +387,7 @@ pub(crate) fn analyze_all(
     }
     bar.finish_and_clear();
     let logs: Vec<LogReport> = target.logs.iter().map(|log| wal::read_log(log)).collect();
-    let held = report::merged_ranges(logs.iter().flat_map(|log| log.sequences.clone()).collect());
+    let held = orphans::merged_ranges(logs.iter().flat_map(|log| log.sequences.clone()).collect());
     let last_sequence = target.version.as_ref().map_or(0, |v| v.last_sequence);
     let highest_logged = held.iter().map(|&(_, end)| end.saturating_sub(1)).max();
     let hazards = target
@@ -404,7 +405,7 @@ pub(crate) fn analyze_all(
             lacking: files::open_regular(file)
                 .map_err(|e| e.to_string())
                 .and_then(|(opened, len)| {
-                    report::records_beyond(&OpenTable::new(opened, len), last_sequence, &held)
+                    orphans::records_beyond(&OpenTable::new(opened, len), last_sequence, &held)
                         .map_err(|e| e.to_string())
                 }),
         })

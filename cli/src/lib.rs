@@ -1,5 +1,6 @@
 //! `leveldb-bloom`, the command: inspect, verify and upgrade the filters of a LevelDB
-//! database. The tables and logs are read here, in Rust ([`table`], [`manifest`], [`wal`]);
+//! database. The tables and logs are read here, in Rust ([`table`], [`log_reader`], [`manifest`],
+//! [`wal`], [`orphans`]);
 //! only `upgrade` ([`upgrade`]) calls LevelDB ([`leveldb`]), so that LevelDB itself writes
 //! every new table, and keeps the way back ([`way_back`]) until LevelDB reads the same
 //! records after it as before. Built without the `upgrade` feature (as the Python package's
@@ -12,7 +13,9 @@ pub mod fuzzing;
 #[cfg(feature = "upgrade")]
 pub mod leveldb;
 pub mod lock;
+pub mod log_reader;
 pub mod manifest;
+pub mod orphans;
 pub mod report;
 pub mod run;
 pub mod table;

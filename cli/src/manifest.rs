@@ -1,7 +1,6 @@
 //! Which table files make up a database's current version, read as LevelDB's recovery reads
 //! them (`db/version_set.cc`, `VersionSet::Recover`; `db/db_impl.cc`, `DBImpl::Recover`):
-//! `CURRENT` names the MANIFEST, a log (`doc/log_format.md`, `db/log_reader.cc`) of version
-//! edits (`db/version_edit.cc`); applying them in order leaves the live tables of each level,
+//! `CURRENT` names the MANIFEST, a log ([`crate::log_reader`]) of version edits (`db/version_edit.cc`); applying them in order leaves the live tables of each level,
 //! each with its size and key range. What LevelDB refuses is damage here; what it reads
 //! without complaint (a record torn at the log's end by a crash) is not.
 
@@ -10,7 +9,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::files::{self, ReadError};
-use crate::table::{compare_internal_keys, unmask_crc, varint32};
+use crate::log_reader::log_records;
+use crate::table::{compare_internal_keys, varint32};
 
 /// A table of the current version: the MANIFEST's record of it, and its file's path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,180 +178,6 @@ fn damaged(message: String) -> Error {
 const NUM_LEVELS: u32 = 7;
 /// The comparator this tool orders keys by: LevelDB's default.
 const BYTEWISE: &[u8] = b"leveldb.BytewiseComparator";
-
-const BLOCK_SIZE: usize = 32768;
-const HEADER_LEN: usize = 7;
-const ZERO: u8 = 0;
-const FULL: u8 = 1;
-const FIRST: u8 = 2;
-const MIDDLE: u8 = 3;
-const LAST: u8 = 4;
-
-/// The records of a LevelDB log file, fragments joined, as `log::Reader` with checksums
-/// returns them; `Err((offset, what))` where it reports corruption. LevelDB reads the file
-/// in 32 KiB blocks; only in the last block, read short, does a header or record cut off
-/// by the file's end mean the writer died (the log ends there), as does a fragmented record
-/// left open.
-pub fn log_records(data: &[u8]) -> Result<Vec<Vec<u8>>, (usize, String)> {
-    log_records_at(data).map(|records| records.into_iter().map(|(_, r)| r).collect())
-}
-
-/// A log record: the offset of its first fragment's header, and its bytes.
-pub type LogRecord = (usize, Vec<u8>);
-
-/// [`log_records`], each record with the offset of its first fragment's header.
-pub fn log_records_at(data: &[u8]) -> Result<Vec<LogRecord>, (usize, String)> {
-    let mut out = Vec::new();
-    let mut reader = LogReader::default();
-    for (i, block) in data.chunks(BLOCK_SIZE).enumerate() {
-        let last = i * BLOCK_SIZE + block.len() == data.len() && block.len() < BLOCK_SIZE;
-        reader.block(i * BLOCK_SIZE, block, last, |record| out.push(record))?;
-    }
-    Ok(out)
-}
-
-/// LevelDB's `log::Reader`, fed one 32 KiB block at a time (so that a log is read with one
-/// block in memory, and the record being joined).
-#[derive(Default)]
-pub struct LogReader {
-    fragment: Option<LogRecord>,
-    /// Where a zeroed header made the reader skip the rest of a block, and the intact
-    /// records the skipped bytes hold (see [`LogReader::block`]).
-    pub skipped: Vec<Skipped>,
-}
-
-/// The rest of a block LevelDB's log reader skips at a zeroed header, where it is not all
-/// zeros (what preallocated space holds): the header's offset, how many of the skipped
-/// bytes are not zero, and the whole records with valid checksums that start in them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skipped {
-    pub offset: usize,
-    pub nonzero: usize,
-    pub records: Vec<LogRecord>,
-}
-
-impl LogReader {
-    /// The size of the blocks [`LogReader::block`] takes (the last may be shorter).
-    pub const BLOCK_SIZE: usize = BLOCK_SIZE;
-
-    /// Reads the block at file offset `at`, handing each record it completes to `record`;
-    /// `last` when the file ends in it (read short).
-    pub fn block(
-        &mut self,
-        at: usize,
-        block: &[u8],
-        last: bool,
-        mut record: impl FnMut(LogRecord),
-    ) -> Result<(), (usize, String)> {
-        let mut pos = 0;
-        while pos < block.len() {
-            let available = block.len() - pos;
-            if available < HEADER_LEN {
-                // The block's trailer, or the writer died in the last block.
-                return Ok(());
-            }
-            let header = &block[pos..pos + HEADER_LEN];
-            let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
-            let kind = header[6];
-            if HEADER_LEN + len > available {
-                if last {
-                    return Ok(());
-                }
-                return Err((at + pos, "bad record length".into()));
-            }
-            if kind == ZERO && len == 0 {
-                // Zeroed (preallocated) space: the rest of the block is skipped, which inside
-                // a fragmented record loses its middle. LevelDB says nothing of the records
-                // the skipped bytes may hold (`ReadPhysicalRecord`), even with paranoid
-                // checks; the reader finds them to say so.
-                if self.fragment.is_some() {
-                    return Err((at + pos, "error in middle of record".into()));
-                }
-                let nonzero = block[pos..].iter().filter(|&&b| b != 0).count();
-                if nonzero > 0 {
-                    let records = intact_records(block, pos + HEADER_LEN)
-                        .into_iter()
-                        .map(|(offset, record)| (at + offset, record))
-                        .collect();
-                    self.skipped.push(Skipped {
-                        offset: at + pos,
-                        nonzero,
-                        records,
-                    });
-                }
-                return Ok(());
-            }
-            let payload = &block[pos + HEADER_LEN..pos + HEADER_LEN + len];
-            let stored = unmask_crc(u32::from_le_bytes(header[..4].try_into().expect("4")));
-            if stored != crc32c::crc32c_append(crc32c::crc32c(&[kind]), payload) {
-                return Err((at + pos, "checksum mismatch".into()));
-            }
-            let partial = |f: &Option<LogRecord>| f.as_ref().is_some_and(|(_, r)| !r.is_empty());
-            match kind {
-                FULL | FIRST if partial(&self.fragment) => {
-                    return Err((at + pos, "partial record without end".into()));
-                }
-                FULL => {
-                    self.fragment = None;
-                    record((at + pos, payload.to_vec()));
-                }
-                FIRST => self.fragment = Some((at + pos, payload.to_vec())),
-                MIDDLE | LAST => {
-                    let Some((start, mut joined)) = self.fragment.take() else {
-                        return Err((at + pos, "missing start of fragmented record".into()));
-                    };
-                    joined.extend_from_slice(payload);
-                    if kind == LAST {
-                        record((start, joined));
-                    } else {
-                        self.fragment = Some((start, joined));
-                    }
-                }
-                _ => return Err((at + pos, format!("unknown record type {kind}"))),
-            }
-            pos += HEADER_LEN + len;
-        }
-        Ok(())
-    }
-}
-
-/// The whole records (fragments joined) with valid checksums that start in `block` at or
-/// after `from`: each offset is tried as a header, and a valid record read on from its end.
-fn intact_records(block: &[u8], from: usize) -> Vec<LogRecord> {
-    let mut out = Vec::new();
-    let mut fragment: Option<LogRecord> = None;
-    let mut pos = from;
-    while pos + HEADER_LEN <= block.len() {
-        let header = &block[pos..pos + HEADER_LEN];
-        let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
-        let kind = header[6];
-        let end = pos + HEADER_LEN + len;
-        let valid = (FULL..=LAST).contains(&kind)
-            && end <= block.len()
-            && unmask_crc(u32::from_le_bytes(header[..4].try_into().expect("4")))
-                == crc32c::crc32c_append(crc32c::crc32c(&[kind]), &block[pos + HEADER_LEN..end]);
-        if !valid {
-            pos += 1;
-            continue;
-        }
-        let payload = &block[pos + HEADER_LEN..end];
-        match kind {
-            FULL => out.push((pos, payload.to_vec())),
-            FIRST => fragment = Some((pos, payload.to_vec())),
-            MIDDLE => {
-                if let Some((_, joined)) = &mut fragment {
-                    joined.extend_from_slice(payload);
-                }
-            }
-            _ => out.extend(fragment.take().map(|(start, mut joined)| {
-                joined.extend_from_slice(payload);
-                (start, joined)
-            })),
-        }
-        pos = end;
-    }
-    out
-}
 
 /// A varint of at most 10 bytes (LevelDB's `GetVarint64`).
 fn varint64(data: &[u8], pos: &mut usize) -> Option<u64> {
@@ -676,46 +502,8 @@ pub fn current_version(dir: &Path) -> Result<Version, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A log record as LevelDB's writer frames it.
-    fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
-        let crc = crc32c::crc32c_append(crc32c::crc32c(&[kind]), payload);
-        let mut out = crate::table::mask_crc(crc).to_le_bytes().to_vec();
-        out.extend_from_slice(&(payload.len() as u16).to_le_bytes());
-        out.push(kind);
-        out.extend_from_slice(payload);
-        out
-    }
-
-    #[test]
-    fn a_torn_end_is_the_end_and_damage_elsewhere_is_damage() {
-        let mut log = frame(FULL, b"one");
-        log.extend(frame(FULL, b"two"));
-        assert_eq!(
-            log_records(&log).unwrap(),
-            [b"one".to_vec(), b"two".to_vec()]
-        );
-        // A header or a record cut off by the end of the file: the writer died there.
-        for cut in 1..frame(FULL, b"two").len() {
-            let torn = &log[..log.len() - cut];
-            assert_eq!(log_records(torn).unwrap(), [b"one".to_vec()], "cut {cut}");
-        }
-        // A fragmented record left open at the end is dropped.
-        let mut open = frame(FULL, b"one");
-        open.extend(frame(FIRST, b"tw"));
-        assert_eq!(log_records(&open).unwrap(), [b"one".to_vec()]);
-        // A flipped payload byte, an unknown type, a middle without a first.
-        let mut flipped = log.clone();
-        flipped[8] ^= 1;
-        assert!(log_records(&flipped).is_err());
-        assert!(log_records(&frame(9, b"x")).is_err());
-        assert!(log_records(&frame(MIDDLE, b"x")).is_err());
-        // A record that runs past a full block is corruption, not the end.
-        let mut full = frame(FULL, &vec![7u8; BLOCK_SIZE - HEADER_LEN - 10]);
-        full.extend_from_slice(&[0xff; 10]);
-        full.extend(frame(FULL, b"next block"));
-        assert!(log_records(&full).is_err());
-    }
+    use crate::log_reader::tests::frame;
+    use crate::log_reader::{BLOCK_SIZE, FULL, HEADER_LEN};
 
     #[test]
     fn edits_decode_as_leveldb_decodes_them() {

@@ -13,7 +13,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::files;
-use crate::manifest::LogReader;
+use crate::log_reader::LogReader;
 use crate::table::varint32;
 
 /// What one write-ahead log holds.

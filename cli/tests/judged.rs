@@ -186,7 +186,7 @@ fn log_file(records: &[Vec<u8>]) -> Vec<u8> {
 
 /// The records of the database's MANIFEST.
 fn manifest_records(dir: &Path) -> Vec<Vec<u8>> {
-    leveldb_bloom_cli::manifest::log_records(&std::fs::read(manifest_of(dir)).unwrap()).unwrap()
+    leveldb_bloom_cli::log_reader::log_records(&std::fs::read(manifest_of(dir)).unwrap()).unwrap()
 }
 
 #[test]
@@ -610,15 +610,16 @@ fn tables_outside_the_version_holding_its_lost_records_are_damage_and_kept() {
                 db.compact_all();
             }
         }
-        edits_before_second =
-            leveldb_bloom_cli::manifest::log_records_at(&std::fs::read(manifest_of(&dir)).unwrap())
-                .unwrap()
-                .len();
+        edits_before_second = leveldb_bloom_cli::log_reader::log_records_at(
+            &std::fs::read(manifest_of(&dir)).unwrap(),
+        )
+        .unwrap()
+        .len();
         db.compact_all();
     }
     let manifest = manifest_of(&dir);
     let mut bytes = std::fs::read(&manifest).unwrap();
-    let records = leveldb_bloom_cli::manifest::log_records_at(&bytes).unwrap();
+    let records = leveldb_bloom_cli::log_reader::log_records_at(&bytes).unwrap();
     assert!(
         records.len() > edits_before_second,
         "the second compaction's edits"
@@ -732,7 +733,7 @@ impl Logged {
     /// The newest log's bytes, and its records at their offsets.
     fn log_records(&self) -> (Vec<u8>, Vec<(usize, Vec<u8>)>) {
         let bytes = std::fs::read(&self.log).unwrap();
-        let records = leveldb_bloom_cli::manifest::log_records_at(&bytes).unwrap();
+        let records = leveldb_bloom_cli::log_reader::log_records_at(&bytes).unwrap();
         (bytes, records)
     }
 }
