@@ -1,10 +1,9 @@
 //! `leveldb-bloom`, the command: inspect, verify and upgrade the filters of a LevelDB
-//! database. The tables and logs are read here, in Rust ([`table`], [`log_reader`], [`manifest`],
-//! [`wal`], [`orphans`]);
-//! only `upgrade` ([`upgrade`]) calls LevelDB ([`leveldb`]), so that LevelDB itself writes
-//! every new table, and keeps the way back ([`way_back`]) until LevelDB reads the same
-//! records after it as before. Built without the `upgrade` feature (as the Python package's
-//! command is), nothing here links LevelDB.
+//! database. The tables and logs are read here, in Rust ([`table`], [`log_reader`],
+//! [`manifest`], [`wal`], [`orphans`]); only `upgrade` calls LevelDB (`leveldb`), so that
+//! LevelDB itself writes every new table, and keeps the way back ([`way_back`]) until
+//! LevelDB reads the same records after it as before. Built without the `upgrade` feature
+//! (as the Python package's command is), nothing here links LevelDB.
 
 pub mod commands;
 pub mod files;
