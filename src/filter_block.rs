@@ -251,7 +251,10 @@ impl<'a, P: FilterPolicy> FilterBlockReader<'a, P> {
     pub fn key_may_match(&self, block_offset: u64, key: &[u8]) -> bool {
         match self.filter(self.filter_index(block_offset)) {
             Some(filter) => self.policy.key_may_match(key, filter),
-            None => true,
+            None => {
+                self.policy.answered_without_filter(1);
+                true
+            }
         }
     }
 
@@ -282,7 +285,11 @@ impl<'a, P: FilterPolicy> FilterBlockReader<'a, P> {
                     self.policy.keys_may_match(run, filter, results);
                     n
                 }
-                None => results.iter_mut().zip(run).map(|(r, _)| *r = true).count(),
+                None => {
+                    let n = results.iter_mut().zip(run).map(|(r, _)| *r = true).count();
+                    self.policy.answered_without_filter(n);
+                    n
+                }
             };
             if read == 0 {
                 return; // not for this crate's policies, which read a key per result
@@ -314,6 +321,31 @@ mod tests {
 
     fn builder() -> FilterBlockBuilder<BloomPolicy> {
         FilterBlockBuilder::new(POLICY)
+    }
+
+    // A counting policy counts every query a filter block answers for it, those no filter
+    // answers ("may match": no filter for the data block) included.
+    #[test]
+    fn a_counting_policy_counts_queries_no_filter_answers() {
+        let counted = crate::Counted::new(POLICY);
+        let mut b = FilterBlockBuilder::new(counted.clone());
+        b.start_block(0).unwrap();
+        b.add_key(b"foo").unwrap();
+        let block = b.finish().unwrap().to_vec();
+        let reader = FilterBlockReader::new(&counted, &block);
+        assert!(reader.key_may_match(0, b"foo"));
+        assert!(reader.key_may_match(1 << 40, b"bar"));
+        let mut results = [false; 3];
+        reader.keys_may_match(
+            [(1 << 40, &b"x"[..]), (1 << 41, b"y"), (0, b"foo")],
+            &mut results,
+        );
+        assert_eq!(results, [true; 3]);
+        let stats = counted.stats();
+        assert_eq!(
+            (stats.filters_built, stats.queries, stats.no_match),
+            (1, 5, 0)
+        );
     }
 
     // LevelDB's table/filter_block_test.cc, "EmptyBuilder".

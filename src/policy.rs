@@ -27,6 +27,12 @@ pub(crate) mod sealed {
         where
             I: ExactSizeIterator,
             I::Item: AsRef<[u8]>;
+
+        /// Told of `answers` queries a filter block answered "may match" for this policy
+        /// without asking it (no filter for their data block): a counting policy counts
+        /// them, as queries it answered.
+        #[inline]
+        fn answered_without_filter(&self, _answers: usize) {}
     }
 }
 

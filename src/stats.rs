@@ -79,6 +79,11 @@ impl<P: FilterPolicy> WriteFilter for Counted<P> {
         self.stats.record_filter(num_keys);
         Ok(())
     }
+
+    fn answered_without_filter(&self, answers: usize) {
+        self.policy.answered_without_filter(answers);
+        self.stats.record_answers(answers, 0);
+    }
 }
 
 impl<P: FilterPolicy> FilterPolicy for Counted<P> {
@@ -224,7 +229,7 @@ impl Stats {
     }
 
     /// Counts a filter built over `keys` keys.
-    pub fn record_filter(&self, keys: usize) {
+    pub(crate) fn record_filter(&self, keys: usize) {
         let stripe = self.counts.stripe();
         stripe.filters_built.fetch_add(1, Relaxed);
         stripe.keys_added.fetch_add(keys as u64, Relaxed);
@@ -232,7 +237,7 @@ impl Stats {
 
     /// Counts a query and its answer.
     #[inline]
-    pub fn record_query(&self, may_match: bool) {
+    pub(crate) fn record_query(&self, may_match: bool) {
         let stripe = self.counts.stripe();
         if may_match {
             stripe.may_match.fetch_add(1, Relaxed);
@@ -242,13 +247,16 @@ impl Stats {
     }
 
     /// Counts a batch of queries by their answers.
-    pub fn record_queries(&self, answers: &[bool]) {
+    pub(crate) fn record_queries(&self, answers: &[bool]) {
         let may_match = answers.iter().filter(|&&a| a).count();
+        self.record_answers(may_match, answers.len() - may_match);
+    }
+
+    /// Counts `may_match` queries answered "may match" and `no_match` answered "no match".
+    pub(crate) fn record_answers(&self, may_match: usize, no_match: usize) {
         let stripe = self.counts.stripe();
         stripe.may_match.fetch_add(may_match as u64, Relaxed);
-        stripe
-            .no_match
-            .fetch_add((answers.len() - may_match) as u64, Relaxed);
+        stripe.no_match.fetch_add(no_match as u64, Relaxed);
     }
 
     /// The counts since creation or the last [`reset`](Self::reset).

@@ -143,11 +143,7 @@ pub unsafe extern "C" fn leveldb_bloom_key_may_match_batch(
                 try_filter(filter, filter_len)?,
             )
         };
-        // Every query counts: `results` has one per key.
-        with_keys!(keys, |keys| policy
-            .format
-            .keys_may_match(keys, filter, results));
-        policy.count_queries(results);
+        with_keys!(keys, |keys| policy.keys_may_match(keys, filter, results));
         Ok(())
     })
 }

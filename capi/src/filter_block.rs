@@ -6,7 +6,6 @@ use super::boundary::{Batch, try_filter, try_mut, try_ref};
 use super::boundary::{KeyArray, destroy, guard_query, guard_status, with_keys};
 use super::boundary::{create_from, try_slice};
 use super::handle::{BlockBuilder, leveldb_bloom_policy, with_builder};
-use leveldb_bloom::FilterBlockReader;
 
 /// Builds the filter block of one LevelDB table. Not thread-safe: use one builder from one
 /// thread at a time (different builders may run on different threads).
@@ -151,12 +150,7 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match(
                 try_slice(key.cast::<u8>(), key_len)?,
             )
         };
-        // Every query counts, those that no filter answers included: the reader asks the
-        // policy uncounted.
-        let reader = FilterBlockReader::new(&policy.format, block);
-        let may_match = reader.key_may_match(block_offset, key);
-        policy.count_queries(&[may_match]);
-        Ok(may_match)
+        Ok(policy.filter_block_may_match(block, block_offset, key))
     })
 }
 
@@ -194,10 +188,11 @@ pub unsafe extern "C" fn leveldb_bloom_filter_block_may_match_batch(
                 KeyArray::split(keys, key_lens, num_keys)?,
             )
         };
-        let reader = FilterBlockReader::new(&policy.format, block);
-        with_keys!(keys, |keys| reader
-            .keys_may_match(offsets.iter().copied().zip(keys), results));
-        policy.count_queries(results);
+        with_keys!(keys, |keys| policy.filter_block_may_match_batch(
+            block,
+            offsets.iter().copied().zip(keys),
+            results
+        ));
         Ok(())
     })
 }

@@ -3,7 +3,9 @@
 //! `query::query_for`). Every other file of the C API reads policy objects through these
 //! types.
 
-use leveldb_bloom::{AnyPolicy, Counted, Error, FilterBlockBuilder, FilterPolicy, Stats};
+use leveldb_bloom::{
+    AnyPolicy, Counted, Error, FilterBlockBuilder, FilterBlockReader, FilterPolicy,
+};
 
 /// A query whose arguments passed `leveldb_bloom_key_may_match`'s checks: `key` and `filter`
 /// not NULL, pointing to `key_len` and `filter_len` readable bytes, both lengths below
@@ -21,9 +23,24 @@ pub struct leveldb_bloom_policy {
     pub(crate) query: Query,
     /// The policy of the format chosen at creation, which builds and answers.
     pub(crate) format: AnyPolicy,
-    /// The counts of a counting policy (`leveldb_bloom_policy_counted`), shared with the
-    /// filter block builders made from it; `None` for a policy that counts nothing.
-    pub(crate) stats: Option<Stats>,
+    /// The same policy counting its work (`leveldb_bloom_policy_counted`), its counts shared
+    /// with the filter block builders made from it; `None` for a policy that counts nothing.
+    /// Every count is the library's [`Counted`]'s.
+    pub(crate) counted: Option<Counted<AnyPolicy>>,
+}
+
+/// Runs `$body` with `$policy` bound to the policy that does a handle's work: its counting
+/// policy if it counts, else its format's.
+macro_rules! with_policy {
+    ($handle:expr, |$policy:ident| $body:expr) => {
+        match &$handle.counted {
+            Some($policy) => $body,
+            None => {
+                let $policy = &$handle.format;
+                $body
+            }
+        }
+    };
 }
 
 impl leveldb_bloom_policy {
@@ -32,40 +49,52 @@ impl leveldb_bloom_policy {
     where
         I: IntoIterator<IntoIter: ExactSizeIterator, Item: AsRef<[u8]>>,
     {
-        let keys = keys.into_iter();
-        let num_keys = keys.len();
-        let len = self.format.create_filter_into(keys, out)?;
-        if let Some(stats) = &self.stats {
-            stats.record_filter(num_keys);
-        }
-        Ok(len)
+        with_policy!(self, |policy| policy.create_filter_into(keys, out))
     }
 
-    /// Counts one query's answer, if this policy counts; returns the answer.
-    #[inline(always)]
-    pub(crate) fn count_query(&self, may_match: bool) -> bool {
-        if let Some(stats) = &self.stats {
-            stats.record_query(may_match);
-        }
-        may_match
+    /// A counting policy's single-key answer, counted (what `query_for` gives such a policy).
+    pub(crate) fn counted_key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
+        with_policy!(self, |policy| policy.key_may_match(key, filter))
     }
 
-    /// Counts `answers`, if this policy counts: queries answered for it, by its policy or
-    /// (a filter block without a filter for the block) without one.
-    pub(crate) fn count_queries(&self, answers: &[bool]) {
-        if let Some(stats) = &self.stats {
-            stats.record_queries(answers);
-        }
+    /// `keys` against one `filter` into `results`, counted if this policy counts.
+    pub(crate) fn keys_may_match<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+        filter: &[u8],
+        results: &mut [bool],
+    ) {
+        with_policy!(self, |policy| policy.keys_may_match(keys, filter, results))
+    }
+
+    /// Whether `key` may be in the data block at `block_offset`, by the filter `block`,
+    /// counted if this policy counts (a query no filter answers included).
+    pub(crate) fn filter_block_may_match(
+        &self,
+        block: &[u8],
+        block_offset: u64,
+        key: &[u8],
+    ) -> bool {
+        with_policy!(self, |policy| FilterBlockReader::new(policy, block)
+            .key_may_match(block_offset, key))
+    }
+
+    /// [`filter_block_may_match`](Self::filter_block_may_match) for many queries.
+    pub(crate) fn filter_block_may_match_batch<'k>(
+        &self,
+        block: &[u8],
+        queries: impl IntoIterator<Item = (u64, &'k [u8])>,
+        results: &mut [bool],
+    ) {
+        with_policy!(self, |policy| FilterBlockReader::new(policy, block)
+            .keys_may_match(queries, results))
     }
 
     /// A filter block builder whose filters count as this policy's.
     pub(crate) fn filter_block_builder(&self) -> BlockBuilder {
-        match &self.stats {
+        match &self.counted {
             None => BlockBuilder::Uncounted(FilterBlockBuilder::new(self.format)),
-            Some(stats) => BlockBuilder::Counted(FilterBlockBuilder::new(Counted::with_stats(
-                self.format,
-                stats.clone(),
-            ))),
+            Some(counted) => BlockBuilder::Counted(FilterBlockBuilder::new(counted.clone())),
         }
     }
 }

@@ -9,15 +9,15 @@ use leveldb_bloom::BloomPolicy;
 use leveldb_bloom::CompactPolicy;
 use leveldb_bloom::Error;
 use leveldb_bloom::FilterPolicy;
-use leveldb_bloom::{AnyPolicy, Stats};
+use leveldb_bloom::{AnyPolicy, Counted};
 
 impl leveldb_bloom_policy {
-    fn new(policy: AnyPolicy, stats: Option<Stats>) -> Box<Self> {
-        let query = query_for(&policy, stats.is_some());
+    /// A policy object for `policy`, counting from zero if `counts`.
+    fn new(policy: AnyPolicy, counts: bool) -> Box<Self> {
         Box::new(leveldb_bloom_policy {
-            query,
+            query: query_for(&policy, counts),
             format: policy,
-            stats,
+            counted: counts.then(|| Counted::new(policy)),
         })
     }
 }
@@ -42,7 +42,7 @@ pub extern "C" fn leveldb_bloom_policy_create(bits_per_key: c_int) -> *mut level
 /// A new C policy object for `policy`, not counting, or NULL for an error.
 fn into_raw(policy: Result<AnyPolicy, Error>) -> *mut leveldb_bloom_policy {
     match policy {
-        Ok(policy) => Box::into_raw(leveldb_bloom_policy::new(policy, None)),
+        Ok(policy) => Box::into_raw(leveldb_bloom_policy::new(policy, false)),
         Err(_) => std::ptr::null_mut(),
     }
 }
@@ -64,11 +64,7 @@ pub unsafe extern "C" fn leveldb_bloom_policy_counted(
     policy: *const leveldb_bloom_policy,
 ) -> *mut leveldb_bloom_policy {
     // SAFETY: the caller guarantees NULL or a live policy.
-    unsafe {
-        create_from(policy, |p| {
-            leveldb_bloom_policy::new(p.format, Some(Stats::new()))
-        })
-    }
+    unsafe { create_from(policy, |p| leveldb_bloom_policy::new(p.format, true)) }
 }
 
 /// The filter formats a policy can build (`leveldb_bloom_policy_create_for_fp_rate`,
@@ -79,8 +75,8 @@ pub unsafe extern "C" fn leveldb_bloom_policy_counted(
 pub enum leveldb_bloom_format {
     /// LevelDB's own Bloom filters, byte-identical to `leveldb_filterpolicy_create_bloom`.
     LEVELDB_BLOOM_FORMAT_BLOOM = 0,
-    /// The compact format (`docs/compact-format.md`): several times fewer false positives
-    /// than the Bloom filter in the same memory. Stock LevelDB answers these filters "may match".
+    /// The compact format (`docs/compact-format.md`): far fewer false positives than the
+    /// Bloom filter in the same memory (measured: `docs/benchmarks.md`). Stock LevelDB answers these filters "may match".
     LEVELDB_BLOOM_FORMAT_COMPACT = 1,
 }
 

@@ -20,14 +20,11 @@ pub(crate) fn query_for(policy: &AnyPolicy, counts: bool) -> Query {
     // The AVX2 level includes BMI2.
     let bmi2 = leveldb_bloom::instructions() == Instructions::Avx2;
     match (policy, counts, bmi2) {
+        (_, true, _) => counted,
         #[cfg(target_arch = "x86_64")]
         (AnyPolicy::Bloom(_), false, true) => bloom_bmi2,
-        #[cfg(target_arch = "x86_64")]
-        (AnyPolicy::Bloom(_), true, true) => counted_bloom_bmi2,
         (AnyPolicy::Bloom(_), false, _) => bloom,
-        (AnyPolicy::Bloom(_), true, _) => counted_bloom,
         (AnyPolicy::Compact(_), false, _) => compact,
-        (AnyPolicy::Compact(_), true, _) => counted,
     }
 }
 
@@ -141,27 +138,13 @@ query!(
 );
 
 query!(
-    /// A counted Bloom policy.
-    counted_bloom,
-    |policy, key, filter| policy.count_query(leveldb_bloom::bloom::key_may_match(key, filter))
-);
-
-query!(
-    /// A counted Bloom policy on a processor with BMI2, as [`bloom_bmi2`].
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "bmi2")]
-    counted_bloom_bmi2,
-    |policy, key, filter| policy.count_query(leveldb_bloom::bloom::key_may_match(key, filter))
-);
-
-query!(
-    /// A counted compact policy.
+    /// A counting policy of either format: the library's `Counted` answers and counts.
     counted,
-    |policy, key, filter| policy.count_query(compact_key_may_match(&policy.format, key, filter))
+    |policy, key, filter| policy.counted_key_may_match(key, filter)
 );
 
 /// The answer of `format`, a compact policy's (the only format [`query_for`] gives
-/// [`compact`] and [`counted`]). Out of line, so that the panic guard's frame holds one
+/// [`compact`]). Out of line, so that the panic guard's frame holds one
 /// call and the compact query's own calls are jumps; and without the Bloom query inlined
 /// beside it, whose registers would give it a stack frame.
 #[inline(never)]

@@ -52,10 +52,10 @@ pub unsafe extern "C" fn leveldb_bloom_policy_stats(
     guard_status(|| {
         // SAFETY: the caller guarantees NULL or valid pointers.
         let (policy, stats) = unsafe { (try_ref(policy)?, try_mut(stats)?) };
-        let Some(counts) = &policy.stats else {
+        let Some(counted) = &policy.counted else {
             return Err(LEVELDB_BLOOM_ERR_NOT_COUNTED);
         };
-        *stats = counts.snapshot().into();
+        *stats = counted.stats().into();
         Ok(())
     })
 }
@@ -73,10 +73,10 @@ pub unsafe extern "C" fn leveldb_bloom_policy_stats_reset(
     guard_status(|| {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) }?;
-        let Some(counts) = &policy.stats else {
+        let Some(counted) = &policy.counted else {
             return Err(LEVELDB_BLOOM_ERR_NOT_COUNTED);
         };
-        counts.reset();
+        counted.reset_stats();
         Ok(())
     })
 }

@@ -12,7 +12,7 @@
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::slice;
 
-use leveldb_bloom::{AnyPolicy, FilterPolicy, Stats};
+use leveldb_bloom::{AnyPolicy, Counted, FilterPolicy};
 
 use crate::owner::{self, NewPolicyFn, StringAbi, Writer};
 use crate::stats;
@@ -84,8 +84,9 @@ type FreeFn = unsafe extern "C" fn(*mut Policy);
 pub(crate) struct Policy {
     /// The policy of the format chosen (`format.rs`), which builds and answers.
     format: AnyPolicy,
-    /// Its counters, when a statistics file is asked for.
-    stats: Option<Stats>,
+    /// The same policy counting its work (the library's `Counted`), when a statistics file
+    /// is asked for.
+    counted: Option<Counted<AnyPolicy>>,
     /// Who writes the filters of a LevelDB the drop-in cannot prove and that has no policy of
     /// its own.
     fallback: Fallback,
@@ -136,11 +137,11 @@ pub(crate) fn new_object(
             return std::ptr::null();
         }
     };
-    let stats = stats::file_wanted().then(Stats::new);
-    let query = query_for(&format, stats.is_some());
+    let counted = stats::file_wanted().then(|| Counted::new(format));
+    let query = query_for(&format, counted.is_some());
     let policy = Box::new(Policy {
         format,
-        stats,
+        counted,
         fallback,
         stock_bits,
     });
@@ -281,13 +282,12 @@ unsafe fn append_filter(
         let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             // SAFETY: the keys as the caller guarantees.
             let keys = unsafe { key_slices(keys, num_keys) };
-            policy.format.create_filter_into(keys, filter)
-        }));
-        let built = built.ok().and_then(Result::ok);
-        if built == Some(len) {
-            if let Some(stats) = &policy.stats {
-                stats.record_filter(num_keys);
+            match &policy.counted {
+                Some(counted) => counted.create_filter_into(keys, filter),
+                None => policy.format.create_filter_into(keys, filter),
             }
+        }));
+        if built.ok().and_then(Result::ok) == Some(len) {
             return;
         }
     }
@@ -368,12 +368,9 @@ query!(
 
 /// `policy`'s answer, counted if it counts; "may match" if the query panics.
 fn answer(policy: &Policy, key: &[u8], filter: &[u8]) -> bool {
-    std::panic::catch_unwind(|| {
-        let may_match = policy.format.key_may_match(key, filter);
-        if let Some(stats) = &policy.stats {
-            stats.record_query(may_match);
-        }
-        may_match
+    std::panic::catch_unwind(|| match &policy.counted {
+        Some(counted) => counted.key_may_match(key, filter),
+        None => policy.format.key_may_match(key, filter),
     })
     .unwrap_or(true)
 }
