@@ -17,13 +17,14 @@
  * - Bloom policies (leveldb_bloom_policy_create, or _create_for_fp_rate with
  *   LEVELDB_BLOOM_FORMAT_BLOOM): filters and filter blocks byte-identical to LevelDB's, and
  *   every filter answered as LevelDB answers it, so databases move freely between this
- *   library and stock LevelDB in both directions. At 10 bits per key about 1% false
- *   positives, more on keys that differ only in their last bytes (LevelDB's hash).
+ *   library and stock LevelDB in both directions. More false positives on keys that differ
+ *   only in their last bytes (LevelDB's hash is weak there).
  * - Compact policies (leveldb_bloom_policy_create_compact, or _create_for_fp_rate with
  *   LEVELDB_BLOOM_FORMAT_COMPACT): filters as long as Bloom filters at the same bits per
- *   key, with a false-positive rate of 2^-r for their r result bits (at 10 bits per key a
- *   few tenths of a percent, whatever the keys look like); docs/compact-format.md specifies
- *   them. Stock LevelDB, and Bloom policies, answer compact filters "may match": a database
+ *   key, with a false-positive rate of 2^-r (1 - f/2), for r result bits and a share f of
+ *   keys held by the extra one-bit part, whatever the keys look like: far fewer false positives
+ *   than Bloom filters of the same size (measured: docs/benchmarks.md, "The compact format's
+ *   gain"); docs/compact-format.md specifies them. Stock LevelDB, and Bloom policies, answer compact filters "may match": a database
  *   written with them is fully readable everywhere, its tables just read unfiltered. A
  *   compact policy answers LevelDB's Bloom filters exactly as LevelDB does.
  * leveldb_bloom_policy_format and leveldb_bloom_policy_bits_per_key tell which is which.
@@ -49,22 +50,10 @@
  *
  * The drop-in library, libleveldb_bloom_dropin, carries this API and also exports
  * leveldb::NewBloomFilterPolicy, so that unmodified LevelDB programs use this library (any
- * LevelDB from 1.20 to 1.23, built with either libstdc++ std::string layout). Its policy
- * object writes a LevelDB's filter string only where it has proven, from the calling
- * object as loaded in memory, the string's layout and copy of libstdc++; elsewhere stock
- * LevelDB's own Bloom policy writes those filters, said once on stderr
- * (docs/drop-in.md); it never stops the program, and after it is loaded takes no lock and
- * asks nothing of the dynamic loader. It also exports
- * leveldb_bloom_dropin_filter_policy_create, which makes that C++ policy object for a bits
- * per key (for a program that also uses stock LevelDB's policy), and
- * leveldb_bloom_dropin_policies_created, how many it has made. Its environment, read
- * once, when it is loaded (an invalid value gets one line on stderr and the default):
- * - LEVELDB_BLOOM_FORMAT: bloom (the default, LevelDB's own bytes) or compact;
- * - LEVELDB_BLOOM_BITS_PER_KEY: replaces the program's bits per key;
- * - LEVELDB_BLOOM_STATS_FILE: count, and write the statistics to that file at exit, also
- *   when the drop-in served nothing (served=no);
- * - LEVELDB_BLOOM_SIMD: as above. Its C++ policy object has no RTTI (typeid and
- *   dynamic_cast on it are not supported), so that it links with LevelDB built either way.
+ * LevelDB from 1.20 to 1.23, built with either libstdc++ std::string layout); where it
+ * cannot prove how to write a LevelDB's strings, stock LevelDB's own Bloom policy writes
+ * those filters. docs/drop-in.md documents it: its environment variables, its own two
+ * functions, what it does in each way a program carries LevelDB.
  */
 
 #ifndef LEVELDB_BLOOM_H
@@ -146,8 +135,8 @@ typedef enum {
    */
   LEVELDB_BLOOM_FORMAT_BLOOM = 0,
   /**
-   * The compact format (`docs/compact-format.md`): several times fewer false positives
-   * than the Bloom filter in the same memory. Stock LevelDB answers these filters "may match".
+   * The compact format (`docs/compact-format.md`): far fewer false positives than the
+   * Bloom filter in the same memory (measured: `docs/benchmarks.md`). Stock LevelDB answers these filters "may match".
    */
   LEVELDB_BLOOM_FORMAT_COMPACT = 1,
 } leveldb_bloom_format;

@@ -1,13 +1,15 @@
 //! LevelDB's built-in Bloom filter policy, `leveldb.BuiltinBloomFilter2`, bit-identical to
-//! LevelDB 1.23, with a C ABI that plugs into `leveldb_filterpolicy_create`.
+//! LevelDB 1.23, and an opt-in compact format. The library has no C ABI: the C API
+//! (`leveldb_filterpolicy_create`'s callbacks among it) is the `capi` crate, built on this one.
 //!
 //! The Rust API needs no C. A [`FilterPolicy`] builds and answers filters, as LevelDB's
 //! `leveldb::FilterPolicy` does:
 //!
 //! - [`BloomPolicy`] builds LevelDB's own Bloom filters, byte for byte, and answers every
 //!   filter exactly as LevelDB answers it, malformed ones included;
-//! - [`CompactPolicy`] is an opt-in format with about a sixth of the false positives at 10
-//!   bits per key in the same memory (a third at 6, far fewer above 10) (`docs/compact-format.md`): it keeps LevelDB's policy name, reads
+//! - [`CompactPolicy`] is an opt-in format with far fewer false positives in the same
+//!   memory (measured: `docs/benchmarks.md`, "The compact format's gain"; the format:
+//!   `docs/compact-format.md`): it keeps LevelDB's policy name, reads
 //!   LevelDB's Bloom filters bit-identically, and stock LevelDB reads its filters as "may
 //!   match";
 //! - [`Counted`] wraps either and counts what it does ([`StatsSnapshot`]).

@@ -349,8 +349,9 @@ func TestCompactPolicyAnswersLevelDBVectors(t *testing.T) {
 
 func TestCompactFalsePositiveRateBelowBloom(t *testing.T) {
 	// 10 bits per key, 100-key filters, the same absent keys for both: LevelDB's Bloom
-	// filters give about 0.9%, compact ones about a fifth of that. 200 filters x 1000
-	// absent keys is ~1,800 Bloom false positives: 0.6x is many standard deviations away.
+	// filters give about 0.9%, compact ones far fewer (docs/benchmarks.md). 200 filters x
+	// 1000 absent keys is ~1,800 Bloom false positives: 0.6x is many standard deviations
+	// away from both.
 	rng := rand.New(rand.NewSource(20240607))
 	c, b := mustCompact(t, 10), mustPolicy(t, 10)
 	bloomFP, compactFP, probes := 0, 0, 0

@@ -4,8 +4,8 @@
 //
 // Compact filters (opt-in): NewCompactPolicy(bitsPerKey) and NewPolicyForFPRate(rate,
 // FormatCompact) build filters in the library's compact format, as long as LevelDB's Bloom
-// filters at the same bits per key (fractional bits per key allowed, 0 to 32) with a fifth
-// to a third of their false positives. A compact policy keeps LevelDB's name and answers
+// filters at the same bits per key (fractional bits per key allowed, 0 to 32) with far fewer
+// false positives (measured: docs/benchmarks.md, "The compact format's gain"). A compact policy keeps LevelDB's name and answers
 // LevelDB's Bloom filters exactly as LevelDB does; its own filters end in the byte 31 (all
 // zero when too few bits per key leave no room for a filter), which stock LevelDB and Bloom
 // policies answer "may match", so tables written with them stay readable everywhere.
@@ -178,8 +178,8 @@ type Format int
 const (
 	// FormatBloom is LevelDB's own Bloom filters, byte-identical to LevelDB's.
 	FormatBloom Format = C.LEVELDB_BLOOM_FORMAT_BLOOM
-	// FormatCompact is the opt-in compact format: a fifth to a third of the Bloom filter's
-	// false positives in the same memory; stock LevelDB answers these filters "may match".
+	// FormatCompact is the opt-in compact format: far fewer false positives than the Bloom
+	// filter's in the same memory; stock LevelDB answers these filters "may match".
 	FormatCompact Format = C.LEVELDB_BLOOM_FORMAT_COMPACT
 )
 
@@ -237,7 +237,7 @@ func NewPolicy(bitsPerKey int) (*Policy, error) {
 }
 
 // NewCompactPolicy creates a policy of the compact format: filters as long as LevelDB's
-// Bloom filters at the same bits per key, with a fifth to a third of the false positives.
+// Bloom filters at the same bits per key, with far fewer false positives.
 // bitsPerKey may be fractional, from 0 to MaxCompactBitsPerKey (below about 3 no fingerprint
 // fits and the filters answer "may match" for every key); anything else, NaN and the
 // infinities included, is ErrInvalidBitsPerKey.

@@ -218,7 +218,7 @@ proptest! {
 }
 
 /// The compact filters filter: at 10 bits per key well under LevelDB's ~1% false positives
-/// (documented: about a sixth), so the properties above are not met by a filter that
+/// (measured: `docs/benchmarks.md`), so the properties above are not met by a filter that
 /// matches everything.
 #[test]
 fn compact_filters_reject_most_absent_keys() {

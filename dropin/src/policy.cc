@@ -1,7 +1,7 @@
 // The drop-in's policy object: a leveldb::FilterPolicy as LevelDB 1.20 to 1.23 call it,
-// whose work is lib.rs's. C++ holds only what must be C++: the vtable LevelDB calls through,
-// the calls into a stock LevelDB policy's vtable, and `NewBloomFilterPolicy` itself, which
-// names the code that asked for a policy by its return address.
+// whose work is policy.rs's. C++ holds only what must be C++: the vtable LevelDB calls
+// through, and the calls into a stock LevelDB policy's vtable. (`NewBloomFilterPolicy`
+// itself, which names the code that asked by its return address, is lib.rs's.)
 //
 // LevelDB's header is not included: deriving from leveldb::FilterPolicy would make the
 // drop-in depend on a libleveldb for the base class's destructor, and preloading it would
@@ -114,7 +114,7 @@ extern "C" const void* leveldb_bloom_dropin_object_new(LeveldbBloomDropinPolicy*
   return new DropInBloomPolicy(policy, name, query, create_filter, free);
 }
 
-// A stock policy's filter, written with that LevelDB's own string code (lib.rs).
+// A stock policy's filter, written with that LevelDB's own string code (policy.rs).
 extern "C" void leveldb_bloom_dropin_stock_create_filter(const void* stock, const Slice* keys,
                                                          int n, void* dst) {
   static_cast<const LevelDbPolicy*>(stock)->CreateFilter(keys, n, dst);

@@ -2,7 +2,7 @@
 // (_GLIBCXX_USE_CXX11_ABI=1, the default since GCC 5, and =0, which programs built to run on
 // many distributions still use): the only code of the drop-in that touches a LevelDB's
 // string. owner.rs proves which one a LevelDB's strings need, and that the library code it
-// calls is the very code that LevelDB's strings use; lib.rs calls these two.
+// calls is the very code that LevelDB's strings use; policy.rs calls these two.
 #include <cstddef>
 #include <string>
 

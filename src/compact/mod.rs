@@ -1,7 +1,7 @@
 //! The compact filter format (opt-in): a ribbon filter with fractional result bits
-//! (`ribbon`), answered in constant time whatever the filter's size, with about a sixth of a
-//! Bloom filter's false positives in the same memory at 10 bits per key (a third at 6, far
-//! fewer above 10). `docs/compact-format.md` is the specification and the measurements
+//! (`ribbon`), answered in constant time whatever the filter's size, with far fewer false positives
+//! than a Bloom filter in the same memory (measured: `docs/benchmarks.md`, "The compact
+//! format's gain"). `docs/compact-format.md` is the specification and the measurements
 //! behind the design; this module implements it.
 //!
 //! A compact filter ends in [`MARKER`] (31), which every stock LevelDB reader answers with

@@ -9,7 +9,8 @@ True
 
 Opt-in, ``CompactPolicy(bits_per_key)`` and ``FilterPolicy.for_fp_rate(rate, format)``
 make policies of the compact format (``Format.COMPACT``): filters as long as LevelDB's Bloom
-filters at the same bits per key with a fifth to a third of their false positives, which
+filters at the same bits per key with far fewer false positives (measured:
+docs/benchmarks.md, "The compact format's gain"), which
 stock LevelDB answers "may match"; such a policy still answers LevelDB's Bloom filters as LevelDB
 does.
 
@@ -306,8 +307,8 @@ class Format(enum.IntEnum):
     BLOOM = 0
     """LevelDB's own Bloom filters, byte-identical to LevelDB's."""
     COMPACT = 1
-    """The opt-in compact format: a fifth to a third of the Bloom filter's false positives in
-    the same memory. Stock LevelDB answers these filters "may match"."""
+    """The opt-in compact format: far fewer false positives than the Bloom filter's in the
+    same memory. Stock LevelDB answers these filters "may match"."""
 
 
 def _as_format(value: Any) -> Format:
@@ -597,7 +598,7 @@ class CompactPolicy(FilterPolicy):
     """The opt-in compact filter policy (``Format.COMPACT``).
 
     ``CompactPolicy(bits_per_key)``: filters as long as LevelDB's Bloom filters at the same
-    bits per key, with a fifth to a third of the false positives. Their last byte, 31, makes
+    bits per key, with far fewer false positives. Their last byte, 31, makes
     stock LevelDB answer "may match", so tables written with them stay readable everywhere;
     the policy keeps LevelDB's name and answers LevelDB's Bloom filters as LevelDB does.
 

@@ -288,7 +288,7 @@ def test_compact_policy_answers_malformed_leveldb_filters_as_leveldb(case):
 
 def test_false_positive_rate_well_below_bloom():
     """At 10 bits per key on 100-key filters, measured on the same absent keys: LevelDB's
-    Bloom filters give about 0.9% false positives, compact ones about a third of that.
+    Bloom filters give about 0.9% false positives, compact ones far fewer (docs/benchmarks.md).
     200 filters x 1000 absent keys: ~1,800 Bloom false positives, so 0.6x is many standard
     deviations away from both measurements (and the seed is fixed)."""
     rng = random.Random(20240607)

@@ -78,8 +78,8 @@ pub(super) const SEEDS: u32 = 4;
 pub(super) const SHARES: [u64; 4] = [16, 14, 12, 8];
 
 /// Filters of this many bytes or more have wide windows (up to 120 bits, 57 below): in
-/// filters of thousands of keys a narrow band needs ever more spare slots (6% at 10,000 keys,
-/// 10.5% at a million), a wide one few (1.6%, 3.8%).
+/// filters of thousands of keys a narrow band needs ever more spare slots, a wide one few
+/// (the builder's `spare_slots` gives both).
 pub(super) const WIDE_FROM: usize = 2048;
 
 /// Whether `key` may be in the ribbon `filter` (2 or more bytes, the last [`MARKER`]), by
