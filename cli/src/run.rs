@@ -120,11 +120,15 @@ pub extern "C" fn record_at_start() {
 }
 
 extern "C" fn pass_on(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    // A signal a process sent the command is passed on; one the kernel sent (the terminal's
-    // Ctrl-C, which the program's group receives too) is not sent twice.
+    // A signal a process sent the command (kill, sigqueue, tgkill) is passed on.
     // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
     let code = unsafe { (*info).si_code };
-    if code != libc::SI_USER && code != libc::SI_QUEUE {
+    // A code above zero is the kernel's. What the terminal sends (Ctrl-C, Ctrl-\) reaches
+    // the program's group too, so it is not sent twice; but a hangup reaches only the
+    // session's leader, which the command may be (`ssh -t host leveldb-bloom run ...`).
+    // SAFETY: getsid and getpid are async-signal-safe.
+    let leader = unsafe { libc::getsid(0) == libc::getpid() };
+    if code > 0 && !(signal == libc::SIGHUP && leader) {
         return;
     }
     let child = CHILD.load(Ordering::Relaxed);
@@ -455,9 +459,10 @@ pub fn run(request: Run) -> Result<u8, Failure> {
         .canonicalize()
         .map_err(|e| Failure::error(format!("{}: {e}", shown(&dropin))))?;
     if let Some(bits) = request.bits_per_key {
+        // As the drop-in reads the variable: a value it does not know is Bloom.
         let format = request.format.or_else(|| {
             let named = std::env::var("LEVELDB_BLOOM_FORMAT").ok()?;
-            Format::from_name(named.trim())
+            Format::from_name(&named)
         });
         let accepted = match format.unwrap_or(Format::Bloom) {
             Format::Bloom => bits.fract() == 0.0 && (0.0..=1000.0).contains(&bits),
@@ -465,7 +470,7 @@ pub fn run(request: Run) -> Result<u8, Failure> {
         };
         if !accepted {
             return Err(Failure::error(format!(
-                "run: --bits-per-key {bits}: {} filters take {}",
+                "run: --bits-per-key {bits:?}: {} filters take {}",
                 format.unwrap_or(Format::Bloom).name(),
                 match format.unwrap_or(Format::Bloom) {
                     Format::Bloom => "a whole number from 0 to 1000".to_owned(),
@@ -550,7 +555,8 @@ pub fn run(request: Run) -> Result<u8, Failure> {
             command.env("LEVELDB_BLOOM_FORMAT", format.name());
         }
         if let Some(bits) = request.bits_per_key {
-            command.env("LEVELDB_BLOOM_BITS_PER_KEY", bits.to_string());
+            // -0 is 0.
+            command.env("LEVELDB_BLOOM_BITS_PER_KEY", (bits + 0.0).to_string());
         }
         let closed = CLOSED_AT_START.load(Ordering::Relaxed);
         let ignore_sigpipe = SIGPIPE_IGNORED_AT_START.load(Ordering::Relaxed);
@@ -598,9 +604,11 @@ pub fn run(request: Run) -> Result<u8, Failure> {
         }
     };
     program_started(child.id() as i32);
-    let status = child
-        .wait()
-        .map_err(|e| Failure::error(format!("run: waiting for the program: {e}")))?;
+    let status = child.wait();
+    // The program's process ID is no longer its own once waited for.
+    CHILD.store(0, Ordering::Relaxed);
+    let status =
+        status.map_err(|e| Failure::error(format!("run: waiting for the program: {e}")))?;
     summary.status = match (status.code(), status.signal()) {
         (Some(code), _) => code as u8,
         (None, Some(signal)) => (128 + signal) as u8,

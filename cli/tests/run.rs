@@ -311,6 +311,77 @@ fn every_signal_a_process_sends_reaches_the_program_even_at_once() {
 }
 
 #[test]
+fn a_thread_directed_signal_and_a_terminal_s_hangup_reach_the_program() {
+    let signal =
+        |status: &std::process::ExitStatus| std::os::unix::process::ExitStatusExt::signal(status);
+    // tgkill, as a thread library sends it.
+    let mut child = command()
+        .args(["run", "--", "sleep", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: tgkill with a live child's process and thread ID (its main thread's).
+    unsafe { libc::syscall(libc::SYS_tgkill, pid, pid, libc::SIGTERM) };
+    let start = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "the program got no SIGTERM"
+    );
+    assert_eq!(signal(&status), Some(libc::SIGTERM));
+
+    // The command leads a session on a terminal (ssh -t host leveldb-bloom run ...), which
+    // hangs up: the kernel tells the leader alone, and the program must hear of it.
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills two descriptors; the NULL arguments ask for defaults.
+    let opened = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(opened, 0, "openpty");
+    let mut cmd = command();
+    cmd.args(["run", "--", "sleep", "30"]).stderr(Stdio::null());
+    // SAFETY: between fork and exec only async-signal-safe calls: a new session whose
+    // controlling terminal is the pty, on the standard streams.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            libc::setsid();
+            libc::ioctl(slave, libc::TIOCSCTTY, 0);
+            libc::dup2(slave, 0);
+            libc::dup2(slave, 1);
+            libc::close(master);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    // SAFETY: the parent's copy of the terminal's side, closed once.
+    unsafe { libc::close(slave) };
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: the master side, closed once: the terminal hangs up.
+    unsafe { libc::close(master) };
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert_eq!(signal(&status), Some(libc::SIGHUP));
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("after the terminal hung up, the command and its program ran on");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
 fn bits_per_key_a_format_does_not_take_are_refused_before_the_program_runs() {
     let tmp = tempfile::tempdir().unwrap();
     let ran = tmp.path().join("ran");

@@ -72,33 +72,94 @@ extern "C" fn at_load() {
     });
 }
 
+/// `leveldb::NewBloomFilterPolicy(int)`'s symbol.
+#[cfg(unix)]
+const NEW_POLICY: &std::ffi::CStr = c"_ZN7leveldb20NewBloomFilterPolicyEi";
+
 /// The definition of `NewBloomFilterPolicy` the drop-in displaced: the next one after it in
 /// lookup order, or, where the drop-in was loaded after it (by `dlopen`), the first one.
 /// Never another copy of the drop-in (two preloaded, or one preloaded over one linked):
-/// each would take the other's for stock's and call it, forever.
+/// each would take the other's for stock's and call it, forever. Where those two lookups
+/// find only copies of the drop-in, the first definition of a loaded object that is not one.
 #[cfg(unix)]
 fn displaced() -> Option<NewPolicyFn> {
     let own = new_bloom_filter_policy as *const () as usize;
+    let stock = |f: *mut c_void| !f.is_null() && f as usize != own && !in_a_drop_in(f);
     [libc::RTLD_NEXT, libc::RTLD_DEFAULT]
         .into_iter()
         // SAFETY: a pseudo-handle and a C string; the result is NULL or a definition of
         // `leveldb::NewBloomFilterPolicy(int)`.
-        .map(|scope| unsafe { libc::dlsym(scope, c"_ZN7leveldb20NewBloomFilterPolicyEi".as_ptr()) })
-        .find(|&f| !f.is_null() && f as usize != own && !in_a_drop_in(f))
+        .map(|scope| unsafe { libc::dlsym(scope, NEW_POLICY.as_ptr()) })
+        .find(|&f| stock(f))
+        .or_else(|| {
+            loaded_objects()
+                .into_iter()
+                .find_map(|name| defined_in(&name).filter(|&f| stock(f)))
+        })
         // SAFETY: such a definition: an int in, a pointer out.
         .map(|f| unsafe { std::mem::transmute::<*mut c_void, NewPolicyFn>(f) })
+}
+
+/// The names of the loaded shared objects, in the order they were loaded (the program's
+/// own, which has no name, left out). Asked of the loader at load only.
+#[cfg(unix)]
+fn loaded_objects() -> Vec<std::ffi::CString> {
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        names: *mut c_void,
+    ) -> libc::c_int {
+        // SAFETY: `dl_iterate_phdr` passes a valid `info`, and `names` is the vector below.
+        let (info, names) = unsafe { (&*info, &mut *names.cast::<Vec<std::ffi::CString>>()) };
+        if !info.dlpi_name.is_null() {
+            // SAFETY: a loaded object's name, NUL-terminated.
+            let name = unsafe { std::ffi::CStr::from_ptr(info.dlpi_name) };
+            if !name.is_empty() {
+                names.push(name.to_owned());
+            }
+        }
+        0
+    }
+    let mut names: Vec<std::ffi::CString> = Vec::new();
+    // SAFETY: the callback only reads `info` and pushes to `names`, which outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&raw mut names).cast()) };
+    names
+}
+
+/// The definition of `NewBloomFilterPolicy` the loaded object `name` itself holds, if any.
+#[cfg(unix)]
+fn defined_in(name: &std::ffi::CStr) -> Option<*mut c_void> {
+    // SAFETY: RTLD_NOLOAD loads nothing; the handle only adds a reference, dropped below.
+    let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    if handle.is_null() {
+        return None;
+    }
+    // SAFETY: a handle from `dlopen` and a C string.
+    let f = unsafe { libc::dlsym(handle, NEW_POLICY.as_ptr()) };
+    // SAFETY: the handle `dlopen` returned, closed once.
+    unsafe { libc::dlclose(handle) };
+    // A handle's lookup also searches the object's dependencies: only its own counts.
+    (!f.is_null()
+        && object_of(f).is_some_and(|info| {
+            // SAFETY: `dladdr` names the object with a NUL-terminated string it keeps.
+            !info.dli_fname.is_null() && unsafe { std::ffi::CStr::from_ptr(info.dli_fname) } == name
+        }))
+    .then_some(f)
+}
+
+/// What `dladdr` says of the object holding `address`.
+#[cfg(unix)]
+fn object_of(address: *const c_void) -> Option<libc::Dl_info> {
+    // SAFETY: `Dl_info` is plain data, filled by `dladdr` when it returns non-zero.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: any address may be asked about; `info` is writable.
+    (unsafe { libc::dladdr(address, &mut info) } != 0).then_some(info)
 }
 
 /// Whether the object defining `f` is a drop-in: it defines the drop-in's own entry point
 /// too. Asked of the loader at load only. An object the loader cannot name is not one.
 #[cfg(unix)]
 fn in_a_drop_in(f: *mut c_void) -> bool {
-    let object_of = |address: *const c_void| {
-        // SAFETY: `Dl_info` is plain data, filled by `dladdr` when it returns non-zero.
-        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-        // SAFETY: any address may be asked about; `info` is writable.
-        (unsafe { libc::dladdr(address, &mut info) } != 0).then_some(info)
-    };
     let Some(info) = object_of(f) else {
         return false;
     };

@@ -281,11 +281,19 @@ fn recorded_load(text: &str) -> Option<u128> {
         .and_then(|v| v.parse().ok())
 }
 
+/// The `pid` a statistics file's text records, if any.
+fn recorded_pid(text: &str) -> Option<u32> {
+    text.lines()
+        .find_map(|line| line.strip_prefix("pid="))
+        .and_then(|v| v.parse().ok())
+}
+
 /// Writes the statistics file at exit; failures are ignored (the process is exiting, and
 /// statistics must never break it). A symlink is not followed, and a FIFO no reader holds
 /// open is not waited for. A process in which the drop-in made no policy and declined no
 /// LevelDB (a shell or `timeout` that started the program, say) leaves alone a file written
-/// by a process that loaded the drop-in after it did: that is its child's word.
+/// by a process that loaded the drop-in after it did: that is its child's word; and an idle
+/// copy of the drop-in leaves alone the file another copy in the same process wrote.
 extern "C" fn write_stats_file() {
     let _ = std::panic::catch_unwind(|| {
         let Some(at_load) = AT_LOAD.get() else {
@@ -298,8 +306,9 @@ extern "C" fn write_stats_file() {
         let counts = counts();
         let idle = counts.policies == 0 && counts.declined.is_empty();
         if idle
-            && let Some(theirs) = read_existing(&path).as_deref().and_then(recorded_load)
-            && theirs >= at_load.loaded_at
+            && let Some(theirs) = read_existing(&path)
+            && (recorded_load(&theirs).is_some_and(|load| load >= at_load.loaded_at)
+                || recorded_pid(&theirs) == Some(std::process::id()))
         {
             return;
         }
