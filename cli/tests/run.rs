@@ -233,6 +233,31 @@ fn programs_out_of_a_preloads_reach_are_said_and_run() {
     );
 }
 
+/// `run -- sleep 30`, started: a program that runs until a signal ends it.
+fn sleeping_program() -> std::process::Child {
+    command()
+        .args(["run", "--", "sleep", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for `child`, which must end by `signal` within 10 s (what the program got).
+fn ends_by(mut child: std::process::Child, signal: libc::c_int, what: &str) {
+    let start = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{what}: the signal was lost"
+    );
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(signal),
+        "{what}"
+    );
+}
+
 #[test]
 fn signals_pass_through_as_a_shell_reports_them() {
     let tmp = tempfile::tempdir().unwrap();
@@ -247,22 +272,11 @@ fn signals_pass_through_as_a_shell_reports_them() {
     assert_eq!(signal(&out.status), Some(libc::SIGTERM), "{}", text(&out));
     assert_eq!(json["status"], 143);
     // A signal sent to the command reaches the program.
-    let mut child = command()
-        .args(["run", "--", "sleep", "30"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = sleeping_program();
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: kill with a live child's pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let start = std::time::Instant::now();
-    let status = child.wait().unwrap();
-    assert!(
-        start.elapsed() < Duration::from_secs(10),
-        "the program got the signal"
-    );
-    assert_eq!(signal(&status), Some(libc::SIGTERM));
+    ends_by(child, libc::SIGTERM, "kill");
     // Exit statuses of programs that cannot run, as a shell's.
     let out = run_bounded(&["run", "--", "no-such-program-anywhere"]);
     assert_eq!(out.status.code(), Some(127), "{}", text(&out));
@@ -287,51 +301,23 @@ fn every_signal_a_process_sends_reaches_the_program_even_at_once() {
     // A signal sent as the command starts, before the program's process exists, is passed
     // on when it does, never lost.
     for delay in 0..20u64 {
-        let mut child = command()
-            .args(["run", "--", "sleep", "30"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let child = sleeping_program();
         std::thread::sleep(Duration::from_micros(delay * 250));
         // SAFETY: kill with a live child's pid.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let start = std::time::Instant::now();
-        let status = child.wait().unwrap();
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "delay {delay}: the signal was lost"
-        );
-        assert_eq!(
-            std::os::unix::process::ExitStatusExt::signal(&status),
-            Some(libc::SIGTERM),
-            "delay {delay}"
-        );
+        ends_by(child, libc::SIGTERM, &format!("delay {delay}"));
     }
 }
 
 #[test]
 fn a_thread_directed_signal_and_a_terminal_s_hangup_reach_the_program() {
-    let signal =
-        |status: &std::process::ExitStatus| std::os::unix::process::ExitStatusExt::signal(status);
     // tgkill, as a thread library sends it.
-    let mut child = command()
-        .args(["run", "--", "sleep", "30"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = sleeping_program();
     std::thread::sleep(Duration::from_millis(300));
     let pid = child.id() as libc::pid_t;
     // SAFETY: tgkill with a live child's process and thread ID (its main thread's).
     unsafe { libc::syscall(libc::SYS_tgkill, pid, pid, libc::SIGTERM) };
-    let start = std::time::Instant::now();
-    let status = child.wait().unwrap();
-    assert!(
-        start.elapsed() < Duration::from_secs(10),
-        "the program got no SIGTERM"
-    );
-    assert_eq!(signal(&status), Some(libc::SIGTERM));
+    ends_by(child, libc::SIGTERM, "tgkill");
 
     // The command leads a session on a terminal (ssh -t host leveldb-bloom run ...), which
     // hangs up: the kernel tells the leader alone, and the program must hear of it.
@@ -370,7 +356,10 @@ fn a_thread_directed_signal_and_a_terminal_s_hangup_reach_the_program() {
     let start = std::time::Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {
-            assert_eq!(signal(&status), Some(libc::SIGHUP));
+            assert_eq!(
+                std::os::unix::process::ExitStatusExt::signal(&status),
+                Some(libc::SIGHUP)
+            );
             break;
         }
         if start.elapsed() > Duration::from_secs(10) {
