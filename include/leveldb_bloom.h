@@ -136,7 +136,8 @@ typedef enum {
   LEVELDB_BLOOM_FORMAT_BLOOM = 0,
   /**
    * The compact format (`docs/compact-format.md`): far fewer false positives than the
-   * Bloom filter in the same memory (measured: `docs/benchmarks.md`). Stock LevelDB answers these filters "may match".
+   * Bloom filter in the same memory (measured: `docs/benchmarks.md`). Stock LevelDB
+   * answers these filters "may match".
    */
   LEVELDB_BLOOM_FORMAT_COMPACT = 1,
 } leveldb_bloom_format;
@@ -225,11 +226,11 @@ leveldb_bloom_policy *leveldb_bloom_policy_counted(const leveldb_bloom_policy *p
 
 /**
  * Creates a compact-format policy (opt-in). Its filters are as long as LevelDB's Bloom
- * filters at the same bits per key, with far fewer false positives: at 10 bits per key
- * about 0.15% where LevelDB's reach about one percent (`docs/compact-format.md` gives the
- * rate of every filter, `2^-r (1 - f/2)`; `docs/benchmarks.md` measures both); their last
- * byte, 31, makes stock LevelDB, and Bloom policies of this library, answer "may match", so
- * a database written with it stays readable everywhere. (Below about 1.1 bits per key no
+ * filters at the same bits per key, with far fewer false positives (`docs/compact-format.md`
+ * gives the rate of every filter, `2^-r (1 - f/2)`; `docs/benchmarks.md` measures both,
+ * "The compact format's gain"); their last byte, 31, makes stock LevelDB, and Bloom
+ * policies of this library, answer "may match", so a database written with it stays
+ * readable everywhere. (Below about 1.1 bits per key no
  * filter fits and the filter is all zero, which every reader, LevelDB included, also
  * answers "may match".)
  * The policy keeps LevelDB's name, `"leveldb.BuiltinBloomFilter2"`, and answers LevelDB's

@@ -9,7 +9,7 @@ use leveldb_bloom::BloomPolicy;
 use leveldb_bloom::CompactPolicy;
 use leveldb_bloom::Error;
 use leveldb_bloom::FilterPolicy;
-use leveldb_bloom::{AnyPolicy, Counted};
+use leveldb_bloom::{AnyPolicy, Counted, Format};
 
 impl leveldb_bloom_policy {
     /// A policy object for `policy`, counting from zero if `counts`.
@@ -76,16 +76,36 @@ pub enum leveldb_bloom_format {
     /// LevelDB's own Bloom filters, byte-identical to `leveldb_filterpolicy_create_bloom`.
     LEVELDB_BLOOM_FORMAT_BLOOM = 0,
     /// The compact format (`docs/compact-format.md`): far fewer false positives than the
-    /// Bloom filter in the same memory (measured: `docs/benchmarks.md`). Stock LevelDB answers these filters "may match".
+    /// Bloom filter in the same memory (measured: `docs/benchmarks.md`). Stock LevelDB
+    /// answers these filters "may match".
     LEVELDB_BLOOM_FORMAT_COMPACT = 1,
 }
 
+/// The library's formats, as the C API numbers them: the one mapping between the two.
+impl From<Format> for leveldb_bloom_format {
+    fn from(format: Format) -> Self {
+        match format {
+            Format::Bloom => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_BLOOM,
+            Format::Compact => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_COMPACT,
+        }
+    }
+}
+
+impl leveldb_bloom_format {
+    /// The format a C caller's `value` names, if any.
+    fn named(value: c_int) -> Option<Format> {
+        Format::ALL
+            .into_iter()
+            .find(|&format| leveldb_bloom_format::from(format) as c_int == value)
+    }
+}
+
 /// Creates a compact-format policy (opt-in). Its filters are as long as LevelDB's Bloom
-/// filters at the same bits per key, with far fewer false positives: at 10 bits per key
-/// about 0.15% where LevelDB's reach about one percent (`docs/compact-format.md` gives the
-/// rate of every filter, `2^-r (1 - f/2)`; `docs/benchmarks.md` measures both); their last
-/// byte, 31, makes stock LevelDB, and Bloom policies of this library, answer "may match", so
-/// a database written with it stays readable everywhere. (Below about 1.1 bits per key no
+/// filters at the same bits per key, with far fewer false positives (`docs/compact-format.md`
+/// gives the rate of every filter, `2^-r (1 - f/2)`; `docs/benchmarks.md` measures both,
+/// "The compact format's gain"); their last byte, 31, makes stock LevelDB, and Bloom
+/// policies of this library, answer "may match", so a database written with it stays
+/// readable everywhere. (Below about 1.1 bits per key no
 /// filter fits and the filter is all zero, which every reader, LevelDB included, also
 /// answers "may match".)
 /// The policy keeps LevelDB's name, `"leveldb.BuiltinBloomFilter2"`, and answers LevelDB's
@@ -120,12 +140,12 @@ pub extern "C" fn leveldb_bloom_policy_create_for_fp_rate(
     format: c_int,
 ) -> *mut leveldb_bloom_policy {
     guard(std::ptr::null_mut(), || {
-        const BLOOM: c_int = leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_BLOOM as c_int;
-        const COMPACT: c_int = leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_COMPACT as c_int;
-        into_raw(match format {
-            BLOOM => BloomPolicy::for_fp_rate(target_fp_rate).map(AnyPolicy::Bloom),
-            COMPACT => CompactPolicy::for_fp_rate(target_fp_rate).map(AnyPolicy::Compact),
-            _ => return std::ptr::null_mut(),
+        into_raw(match leveldb_bloom_format::named(format) {
+            Some(Format::Bloom) => BloomPolicy::for_fp_rate(target_fp_rate).map(AnyPolicy::Bloom),
+            Some(Format::Compact) => {
+                CompactPolicy::for_fp_rate(target_fp_rate).map(AnyPolicy::Compact)
+            }
+            None => return std::ptr::null_mut(),
         })
     })
 }
@@ -140,9 +160,8 @@ pub unsafe extern "C" fn leveldb_bloom_policy_format(policy: *const leveldb_bloo
     guard(-1, || {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) };
-        policy.map_or(-1, |p| match p.format {
-            AnyPolicy::Bloom(_) => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_BLOOM as c_int,
-            AnyPolicy::Compact(_) => leveldb_bloom_format::LEVELDB_BLOOM_FORMAT_COMPACT as c_int,
+        policy.map_or(-1, |p| {
+            leveldb_bloom_format::from(p.format.format()) as c_int
         })
     })
 }
