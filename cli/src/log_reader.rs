@@ -84,10 +84,21 @@ impl LogReader {
             let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
             let kind = header[6];
             if HEADER_LEN + len > available {
-                if last {
-                    return Ok(());
+                if !last {
+                    return Err((at + pos, "bad record length".into()));
                 }
-                return Err((at + pos, "bad record length".into()));
+                // The writer died in the record (a torn write: the log ends here), unless the
+                // bytes that follow hold the record whole: then its length field is damaged,
+                // and LevelDB's recovery drops the record as torn, silently.
+                if holds_record(header, &block[pos + HEADER_LEN..]) {
+                    return Err((
+                        at + pos,
+                        "a record's length field is damaged (the bytes after it hold the \
+                         record whole): LevelDB drops it, and all after it, as a torn write"
+                            .into(),
+                    ));
+                }
+                return Ok(());
             }
             if kind == ZERO && len == 0 {
                 // Zeroed (preallocated) space: the rest of the block is skipped, which inside
@@ -145,6 +156,20 @@ impl LogReader {
     }
 }
 
+/// Whether some start of `rest` is the payload `header`'s checksum was computed over (with
+/// its type): a whole record behind a length field that claims more than `rest` holds.
+fn holds_record(header: &[u8], rest: &[u8]) -> bool {
+    let stored = unmask_crc(u32::from_le_bytes(header[..4].try_into().expect("4")));
+    let mut crc = crc32c::crc32c(&header[6..7]);
+    if crc == stored {
+        return true;
+    }
+    rest.iter().any(|&byte| {
+        crc = crc32c::crc32c_append(crc, &[byte]);
+        crc == stored
+    })
+}
+
 /// The whole records (fragments joined) with valid checksums that start in `block` at or
 /// after `from`: each offset is tried as a header, and a valid record read on from its end.
 fn intact_records(block: &[u8], from: usize) -> Vec<LogRecord> {
@@ -195,6 +220,21 @@ pub(crate) mod tests {
         out.push(kind);
         out.extend_from_slice(payload);
         out
+    }
+
+    #[test]
+    fn a_length_field_claiming_past_the_end_of_a_whole_record_is_damage() {
+        let mut log = frame(FULL, b"one");
+        let second = log.len();
+        log.extend(frame(FULL, b"the second record, whole"));
+        // Its length field, one bit flipped upward: it claims past the file's end.
+        log[second + 5] ^= 0x10;
+        let (at, what) = log_records(&log).unwrap_err();
+        assert_eq!(at, second, "{what}");
+        // A record the writer did not finish stays a torn end.
+        let mut torn = frame(FULL, b"one");
+        torn.extend_from_slice(&frame(FULL, b"the second record, whole")[..20]);
+        assert_eq!(log_records(&torn).unwrap(), [b"one".to_vec()]);
     }
 
     #[test]

@@ -957,3 +957,47 @@ fn a_newest_log_zeroed_to_its_end_is_what_a_crash_leaves_and_passes() {
     let read = records_read_back(&copy, &expected, n + logged).expect("stock opens it");
     assert_eq!(read, n + logged - lost);
 }
+
+#[test]
+fn a_last_log_record_whose_length_claims_past_the_end_is_damage() {
+    // One bit of the last record's length field flipped upward: it claims more bytes than
+    // the log holds, and LevelDB, even with paranoid checks, drops it as a torn write,
+    // silently, though the bytes after its header hold it whole. Found by the differential
+    // fuzzer; verify must not say ok, and upgrade must not make the loss final.
+    let (n, logged) = (2000, 300);
+    let db = db_with_logged_records(n, logged);
+    let (mut bytes, records) = db.log_records();
+    let Logged {
+        tmp,
+        dir,
+        expected,
+        log,
+        ..
+    } = db;
+    let start = records.last().unwrap().0;
+    assert!(bytes.len() - start < 0x4000, "the last record is short");
+    bytes[start + 5] ^= 0x40;
+    std::fs::write(&log, &bytes).unwrap();
+    let files = data_files(&dir);
+    let copy = tmp.path().join("copy");
+    copy_db(&dir, &copy);
+    let read = records_read_back(&copy, &expected, n + logged).expect("stock opens it");
+    assert_eq!(read, n + logged - 1, "stock LevelDB drops the record");
+    let at = format!(
+        "{}: at offset {start}",
+        log.file_name().unwrap().to_str().unwrap()
+    );
+    let out = run_on(&["verify"], &dir, 1, "a length field claiming past the end");
+    assert!(
+        out_of(&out).contains(&at) && out_of(&out).contains("length field is damaged"),
+        "{}",
+        text(&out)
+    );
+    run_on(
+        &["upgrade", "--format", "compact"],
+        &dir,
+        1,
+        "a length field claiming past the end",
+    );
+    assert_eq!(data_files(&dir), files, "upgrade changed the database");
+}
