@@ -730,6 +730,15 @@ fn db_with_logged_records(n: u64, logged: u64) -> Logged {
 }
 
 impl Logged {
+    /// Writes `bytes` as the newest log: how many of the `all` records stock LevelDB, with
+    /// paranoid checks, reads of a copy of the database then.
+    fn stock_reads_with_log(&self, bytes: &[u8], all: u64) -> u64 {
+        std::fs::write(&self.log, bytes).unwrap();
+        let copy = self.tmp.path().join("copy");
+        copy_db(&self.dir, &copy);
+        records_read_back(&copy, &self.expected, all).expect("stock LevelDB opens it")
+    }
+
     /// The newest log's bytes, and its records at their offsets.
     fn log_records(&self) -> (Vec<u8>, Vec<(usize, Vec<u8>)>) {
         let bytes = std::fs::read(&self.log).unwrap();
@@ -864,13 +873,6 @@ fn zeroed_in_the_logs_last_block(end: impl Fn(&[(usize, Vec<u8>)], usize) -> usi
     let (n, logged) = (2000, 700);
     let db = db_with_logged_records(n, logged);
     let (mut bytes, records) = db.log_records();
-    let Logged {
-        tmp,
-        dir,
-        expected,
-        log,
-        ..
-    } = db;
     let last_block = bytes.len() / 32768 * 32768;
     let i = records
         .iter()
@@ -878,12 +880,10 @@ fn zeroed_in_the_logs_last_block(end: impl Fn(&[(usize, Vec<u8>)], usize) -> usi
         .expect("a record starts in the last block");
     let start = records[i].0;
     bytes[start..end(&records, i)].fill(0);
-    std::fs::write(&log, &bytes).unwrap();
-    let files = data_files(&dir);
     let all = n + logged;
-    let copy = tmp.path().join("copy");
-    copy_db(&dir, &copy);
-    let read = records_read_back(&copy, &expected, all).expect("stock LevelDB opens it");
+    let read = db.stock_reads_with_log(&bytes, all);
+    let (dir, log) = (db.dir.clone(), db.log.clone());
+    let files = data_files(&dir);
     // Each record of the log is one put: stock reads none from the zeroed one on.
     assert_eq!(all - read, (records.len() - i) as u64);
     let skipped = all - read - 1;
@@ -940,22 +940,12 @@ fn a_newest_log_zeroed_to_its_end_is_what_a_crash_leaves_and_passes() {
     let (n, logged) = (2000, 300);
     let db = db_with_logged_records(n, logged);
     let (mut bytes, records) = db.log_records();
-    let Logged {
-        tmp,
-        dir,
-        expected,
-        log,
-        ..
-    } = db;
     let (start, lost) = (records[records.len() - 10].0, 10);
     bytes[start..].fill(0);
-    std::fs::write(&log, &bytes).unwrap();
-    let out = run_on(&["verify"], &dir, 0, "zeroed to the end");
-    assert!(!out_of(&out).contains("warning"), "{}", text(&out));
-    let copy = tmp.path().join("copy");
-    copy_db(&dir, &copy);
-    let read = records_read_back(&copy, &expected, n + logged).expect("stock opens it");
+    let read = db.stock_reads_with_log(&bytes, n + logged);
     assert_eq!(read, n + logged - lost);
+    let out = run_on(&["verify"], &db.dir, 0, "zeroed to the end");
+    assert!(!out_of(&out).contains("warning"), "{}", text(&out));
 }
 
 #[test]
@@ -967,22 +957,13 @@ fn a_last_log_record_whose_length_claims_past_the_end_is_damage() {
     let (n, logged) = (2000, 300);
     let db = db_with_logged_records(n, logged);
     let (mut bytes, records) = db.log_records();
-    let Logged {
-        tmp,
-        dir,
-        expected,
-        log,
-        ..
-    } = db;
     let start = records.last().unwrap().0;
     assert!(bytes.len() - start < 0x4000, "the last record is short");
     bytes[start + 5] ^= 0x40;
-    std::fs::write(&log, &bytes).unwrap();
-    let files = data_files(&dir);
-    let copy = tmp.path().join("copy");
-    copy_db(&dir, &copy);
-    let read = records_read_back(&copy, &expected, n + logged).expect("stock opens it");
+    let read = db.stock_reads_with_log(&bytes, n + logged);
     assert_eq!(read, n + logged - 1, "stock LevelDB drops the record");
+    let (dir, log) = (db.dir.clone(), db.log.clone());
+    let files = data_files(&dir);
     let at = format!(
         "{}: at offset {start}",
         log.file_name().unwrap().to_str().unwrap()
