@@ -4,7 +4,7 @@
 //! Every routine with a version for wider instructions keeps its portable version, and the
 //! tests run each version this processor has against the others and against LevelDB.
 //!
-//! | routine | [`Level::AVX2`] | [`Level::POPCNT`] | [`Level::PORTABLE`] |
+//! | routine | AVX2 | POPCNT | PORTABLE |
 //! |---|---|---|---|
 //! | Bloom filter creation, batch queries (`bloom::lanes`) | eight keys in AVX2 lanes | scalar | scalar |
 //! | ribbon query (`compact::ribbon`) | popcnt and BMI2 | popcnt | portable |
@@ -23,95 +23,85 @@
 //! Any other value gets one line on standard error and `auto`: a typo must not silently
 //! test the wrong code, nor stop a program that only wanted its filters.
 //!
-//! Code outside this crate that compiles its own copy of a routine for wider instructions
-//! (the C API's single-key Bloom query, built for BMI2) asks [`instructions`], so that the
-//! same choice and the same switch reach it.
+//! One type says which: [`Instructions`], the library's and its callers'. The C API and the
+//! drop-in compile the library's single-key Bloom query into their own exported function
+//! twice, once for BMI2 (so the whole call, argument checks included, is one function with
+//! no call inside); they pick between the two by [`instructions`], so that the same choice
+//! and the same switch reach them.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-/// An instruction-set level this processor runs. Only this module makes one other than
-/// [`PORTABLE`](Self::PORTABLE), from what the processor reports, so code compiled for the
-/// level's instructions may run wherever it is given one.
+/// The instruction set this process's filter code runs: the best this processor has, unless
+/// `LEVELDB_BLOOM_SIMD=portable` pinned the portable code ([`instructions`]).
+///
+/// Only this module makes a value other than [`PORTABLE`](Self::PORTABLE), from what the
+/// processor reports, so code compiled for a value's instructions may run wherever it is
+/// given one: the vector code's safety rests on this.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Level(u8);
+pub struct Instructions(u8);
 
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-impl Level {
-    /// The target's baseline instructions: every processor.
-    pub(crate) const PORTABLE: Level = Level(1);
+impl Instructions {
+    /// The target's baseline instructions: every processor, every architecture.
+    pub const PORTABLE: Instructions = Instructions(1);
     /// x86-64 with popcnt.
-    const POPCNT: Level = Level(2);
+    const POPCNT: Instructions = Instructions(2);
     /// x86-64 with AVX2, BMI1, BMI2 and popcnt.
-    const AVX2: Level = Level(3);
+    const AVX2: Instructions = Instructions(3);
 
     /// Whether code compiled for popcnt may run.
     #[inline(always)]
-    pub(crate) fn has_popcnt(self) -> bool {
-        self >= Level::POPCNT
+    pub fn has_popcnt(self) -> bool {
+        self >= Instructions::POPCNT
+    }
+
+    /// Whether code compiled for BMI2 may run (the AVX2 level includes it).
+    #[inline(always)]
+    pub fn has_bmi2(self) -> bool {
+        self >= Instructions::AVX2
     }
 
     /// Whether code compiled for AVX2, BMI1, BMI2 and popcnt may run.
     #[inline(always)]
-    pub(crate) fn has_avx2(self) -> bool {
-        self >= Level::AVX2
+    pub fn has_avx2(self) -> bool {
+        self >= Instructions::AVX2
     }
 }
 
-/// The instruction set this process's filter code runs: the best this processor has, unless
-/// `LEVELDB_BLOOM_SIMD=portable` pinned the portable code. Chosen at the first call that
+/// The instruction set this process's filter code runs (see [`Instructions`]): the best
+/// the processor has, unless `LEVELDB_BLOOM_SIMD` pinned it. Chosen at the first call that
 /// needs it, and the same for the whole process after.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Instructions {
-    /// The target's baseline instructions: every processor, every architecture.
-    Portable,
-    /// x86-64 with popcnt.
-    Popcnt,
-    /// x86-64 with AVX2, BMI1, BMI2 and popcnt.
-    Avx2,
-}
-
-/// The instruction set this process's filter code runs (see [`Instructions`]).
-pub fn instructions() -> Instructions {
-    let level = level();
-    if level.has_avx2() {
-        Instructions::Avx2
-    } else if level.has_popcnt() {
-        Instructions::Popcnt
-    } else {
-        Instructions::Portable
-    }
-}
-
-/// The level this process runs: the best the processor has, unless `LEVELDB_BLOOM_SIMD`
-/// pinned it.
 #[inline(always)]
-pub(crate) fn level() -> Level {
+pub fn instructions() -> Instructions {
     match CHOSEN.load(Ordering::Relaxed) {
         UNKNOWN => choose(),
-        level => Level(level),
+        level => Instructions(level),
     }
 }
 
-/// The level this process runs, once [`level`] has chosen it: for callers that keep the
+/// The instructions this process runs, once [`instructions`] has chosen them: for callers that keep the
 /// first call out of line, so that the choice's call does not give every call a stack frame.
 #[inline(always)]
-pub(crate) fn chosen() -> Option<Level> {
+pub(crate) fn chosen() -> Option<Instructions> {
     match CHOSEN.load(Ordering::Relaxed) {
         UNKNOWN => None,
-        level => Some(Level(level)),
+        level => Some(Instructions(level)),
     }
 }
 
 /// Every level this processor runs, lowest first, whatever `LEVELDB_BLOOM_SIMD` says: the
 /// tests run each routine at each.
 #[cfg(test)]
-pub(crate) fn supported() -> Vec<Level> {
-    [Level::PORTABLE, Level::POPCNT, Level::AVX2]
-        .into_iter()
-        .filter(|&level| level <= detect())
-        .collect()
+pub(crate) fn supported() -> Vec<Instructions> {
+    [
+        Instructions::PORTABLE,
+        Instructions::POPCNT,
+        Instructions::AVX2,
+    ]
+    .into_iter()
+    .filter(|&level| level <= detect())
+    .collect()
 }
 
 const UNKNOWN: u8 = 0;
@@ -120,11 +110,11 @@ static CHOSEN: AtomicU8 = AtomicU8::new(UNKNOWN);
 
 #[cold]
 #[inline(never)]
-fn choose() -> Level {
+fn choose() -> Instructions {
     let level = match std::env::var_os("LEVELDB_BLOOM_SIMD") {
         None => detect(),
         Some(value) if value.is_empty() || value == "auto" => detect(),
-        Some(value) if value == "portable" => Level::PORTABLE,
+        Some(value) if value == "portable" => Instructions::PORTABLE,
         Some(value) => {
             // A failed write is no reason to stop a program that only wanted its filters.
             let _ = writeln!(
@@ -140,18 +130,18 @@ fn choose() -> Level {
 }
 
 /// The best level the processor reports.
-fn detect() -> Level {
+fn detect() -> Instructions {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::is_x86_feature_detected as has;
         if has!("avx2") && has!("bmi1") && has!("bmi2") && has!("popcnt") {
-            return Level::AVX2;
+            return Instructions::AVX2;
         }
         if has!("popcnt") {
-            return Level::POPCNT;
+            return Instructions::POPCNT;
         }
     }
-    Level::PORTABLE
+    Instructions::PORTABLE
 }
 
 #[cfg(test)]

@@ -12,13 +12,12 @@ use std::slice;
 
 use super::boundary::guard;
 use super::handle::{Query, leveldb_bloom_policy};
-use leveldb_bloom::{AnyPolicy, FilterPolicy, Instructions};
+use leveldb_bloom::{AnyPolicy, FilterPolicy};
 
 /// The [`Query`] for `policy`, counting or not, compiled for the instructions the library
 /// runs (`leveldb_bloom::instructions`: its one choice, which `LEVELDB_BLOOM_SIMD` pins).
 pub(crate) fn query_for(policy: &AnyPolicy, counts: bool) -> Query {
-    // The AVX2 level includes BMI2.
-    let bmi2 = leveldb_bloom::instructions() == Instructions::Avx2;
+    let bmi2 = leveldb_bloom::instructions().has_bmi2();
     match (policy, counts, bmi2) {
         (_, true, _) => counted,
         #[cfg(target_arch = "x86_64")]
@@ -177,7 +176,7 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         {
             let bmi2 = is(bloom_bmi2);
-            assert_eq!(bmi2, leveldb_bloom::instructions() == Instructions::Avx2);
+            assert_eq!(bmi2, leveldb_bloom::instructions().has_bmi2());
             if portable {
                 assert!(!bmi2, "LEVELDB_BLOOM_SIMD=portable must not run BMI2 code");
             }

@@ -305,7 +305,7 @@ unsafe fn append_filter(
 /// `LEVELDB_BLOOM_SIMD` pins).
 fn query_for(format: &AnyPolicy, counts: bool) -> QueryFn {
     #[cfg(target_arch = "x86_64")]
-    let bmi2 = leveldb_bloom::instructions() == leveldb_bloom::Instructions::Avx2;
+    let bmi2 = leveldb_bloom::instructions().has_bmi2();
     match (format, counts) {
         #[cfg(target_arch = "x86_64")]
         (AnyPolicy::Bloom(_), false) if bmi2 => bloom_bmi2,

@@ -11,12 +11,12 @@
 //! Each probe's word is gathered from inside the array (never past its last 4 bytes) and
 //! shifted to the probe's bit.
 //!
-//! Arrays under 4 bytes or of 2^32 bits or more, and levels below [`Level::has_avx2`]
+//! Arrays under 4 bytes or of 2^32 bits or more, and levels below [`Instructions::has_avx2`]
 //! (`crate::cpu`), take the scalar path.
 
 #![allow(unsafe_code)] // AVX2 versions of creation and the batch query, chosen at run time
 
-use crate::cpu::Level;
+use crate::cpu::Instructions;
 
 /// Keys answered together.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -68,7 +68,7 @@ impl LaneDivisor {
 /// `k` and `array` are a well-formed filter's (`super::filter_array`).
 #[inline]
 pub(super) fn answer_in_lanes<'k>(
-    level: Level,
+    level: Instructions,
     keys: &mut impl Iterator<Item = &'k [u8]>,
     k: u8,
     array: &[u8],
@@ -89,7 +89,7 @@ pub(super) fn answer_in_lanes<'k>(
 /// `level` and `array` allow it; returns `false`, having read no key, when the caller must
 /// set them all.
 #[inline]
-pub(super) fn set_in_lanes<I>(level: Level, keys: &mut I, k: u8, array: &mut [u8]) -> bool
+pub(super) fn set_in_lanes<I>(level: Instructions, keys: &mut I, k: u8, array: &mut [u8]) -> bool
 where
     I: Iterator,
     I::Item: AsRef<[u8]>,
@@ -483,7 +483,7 @@ mod tests {
 
     /// The level with AVX2, which the tests below need (they are ignored where the
     /// processor that built them has none).
-    fn avx2() -> Level {
+    fn avx2() -> Instructions {
         let best = *cpu::supported().last().expect("PORTABLE at least");
         assert!(best.has_avx2(), "this processor has no AVX2");
         best

@@ -169,7 +169,7 @@ impl FilterPolicy for BloomPolicy {
         filter: &[u8],
         results: &mut [bool],
     ) {
-        keys_may_match(cpu::level(), keys, filter, results)
+        keys_may_match(cpu::instructions(), keys, filter, results)
     }
 }
 
@@ -180,14 +180,14 @@ impl WriteFilter for BloomPolicy {
         I: ExactSizeIterator,
         I::Item: AsRef<[u8]>,
     {
-        self.write_filter_at(cpu::level(), keys, filter);
+        self.write_filter_at(cpu::instructions(), keys, filter);
         Ok(())
     }
 }
 
 impl BloomPolicy {
     /// [`WriteFilter::write_filter`] by the code for `level`.
-    fn write_filter_at<I>(&self, level: cpu::Level, mut keys: I, filter: &mut [u8])
+    fn write_filter_at<I>(&self, level: cpu::Instructions, mut keys: I, filter: &mut [u8])
     where
         I: Iterator,
         I::Item: AsRef<[u8]>,
@@ -301,7 +301,7 @@ fn filter_array(filter: &[u8]) -> Result<(u8, &[u8]), bool> {
 /// than one call per key: keys are hashed in groups (in lanes where `level` allows), so
 /// their hashes overlap.
 pub(crate) fn keys_may_match<'k>(
-    level: cpu::Level,
+    level: cpu::Instructions,
     keys: impl IntoIterator<Item = &'k [u8]>,
     filter: &[u8],
     results: &mut [bool],

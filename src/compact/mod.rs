@@ -153,7 +153,7 @@ impl WriteFilter for CompactPolicy {
             heap.extend(keys.map(|key| ribbon::key_hash(key.as_ref())));
             &heap[..]
         };
-        if !ribbon::build(cpu::level(), hashes, filter) {
+        if !ribbon::build(cpu::instructions(), hashes, filter) {
             filter.fill(0);
         }
         Ok(())
@@ -204,7 +204,7 @@ impl FilterPolicy for CompactPolicy {
         filter: &[u8],
         results: &mut [bool],
     ) {
-        let level = cpu::level();
+        let level = cpu::instructions();
         if is_compact(filter) {
             ribbon::keys_may_match(level, keys, filter, results);
         } else {
@@ -226,7 +226,7 @@ fn bloom_key_may_match(key: &[u8], filter: &[u8]) -> bool {
 #[cold]
 #[inline(never)]
 fn first_key_may_match(key: &[u8], filter: &[u8]) -> bool {
-    ribbon::key_may_match(cpu::level(), key, filter)
+    ribbon::key_may_match(cpu::instructions(), key, filter)
 }
 
 /// The fewest keys a filter holds for [`CompactPolicy::for_fp_rate`]'s rate to hold.

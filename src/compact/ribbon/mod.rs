@@ -47,7 +47,7 @@ mod tests;
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::cpu::Level;
+use crate::cpu::Instructions;
 use builder::build_filter;
 pub(super) use builder::modelled_rate;
 use query::{batch_may_match, may_match};
@@ -86,7 +86,7 @@ pub(super) const WIDE_FROM: usize = 2048;
 /// the version of the query compiled for `level`.
 #[inline(always)]
 #[allow(unsafe_code)] // calls the version compiled for the processor's level
-pub(super) fn key_may_match(level: Level, key: &[u8], filter: &[u8]) -> bool {
+pub(super) fn key_may_match(level: Instructions, key: &[u8], filter: &[u8]) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         if level.has_avx2() {
@@ -106,7 +106,7 @@ pub(super) fn key_may_match(level: Level, key: &[u8], filter: &[u8]) -> bool {
 /// shorter has), by the version compiled for `level`: the filter's shape is read once.
 #[allow(unsafe_code)] // calls the version compiled for the processor's level
 pub(super) fn keys_may_match<'k>(
-    level: Level,
+    level: Instructions,
     keys: impl IntoIterator<Item = &'k [u8]>,
     filter: &[u8],
     results: &mut [bool],
@@ -136,7 +136,7 @@ fn key_may_match_portable(key: &[u8], filter: &[u8]) -> bool {
 /// Writes a ribbon filter for `hashes` into `filter` ([`build_filter`]), by the version
 /// compiled for `level`.
 #[allow(unsafe_code)] // calls the version compiled for the processor's level
-pub(super) fn build(level: Level, hashes: &[u64], filter: &mut [u8]) -> bool {
+pub(super) fn build(level: Instructions, hashes: &[u64], filter: &mut [u8]) -> bool {
     #[cfg(target_arch = "x86_64")]
     if level.has_popcnt() {
         // SAFETY: `level` says the processor has popcnt.

@@ -140,7 +140,10 @@ fn large_filters_build_with_their_modelled_rate() {
         let len = policy.filter_len(keys).unwrap();
         let present = hashes(keys as u64, keys);
         let mut filter = vec![0u8; len];
-        assert!(build(cpu::level(), &present, &mut filter), "{keys} keys");
+        assert!(
+            build(cpu::instructions(), &present, &mut filter),
+            "{keys} keys"
+        );
         for &hash in present.iter().step_by(97) {
             assert!(may_match(hash, &filter));
         }
@@ -162,7 +165,7 @@ fn large_filters_build_with_their_modelled_rate() {
 
 /// The versions of `level` build the same bytes as the portable ones, and answer alike,
 /// one key at a time and in batches, on built filters and with bits flipped.
-fn builds_and_answers_as_the_portable_version(level: Level) {
+fn builds_and_answers_as_the_portable_version(level: Instructions) {
     let mut rng = fastrand::Rng::with_seed(0x71b6);
     let mut compared = 0;
     for n in (0..40).chain([64, 100, 129, 500, 1000, 1100, 3000]) {
@@ -172,7 +175,7 @@ fn builds_and_answers_as_the_portable_version(level: Level) {
                 .unwrap()
                 .filter_len(n)
                 .unwrap();
-            let [mut filter, portable] = [level, Level::PORTABLE].map(|level| {
+            let [mut filter, portable] = [level, Instructions::PORTABLE].map(|level| {
                 let mut filter = vec![0u8; len];
                 let built = build(level, &hashes, &mut filter);
                 assert!(built || bits_per_key < 3.0, "n {n}, bpk {bits_per_key}");
@@ -188,12 +191,16 @@ fn builds_and_answers_as_the_portable_version(level: Level) {
                 }
                 let probes: Vec<[u8; 8]> = (0..60).map(|_| rng.u64(..).to_le_bytes()).collect();
                 let mut batch = [vec![false; 60], vec![false; 60]];
-                for (answers, level) in batch.iter_mut().zip([level, Level::PORTABLE]) {
+                for (answers, level) in batch.iter_mut().zip([level, Instructions::PORTABLE]) {
                     keys_may_match(level, probes.iter().map(|p| &p[..]), &filter, answers);
                 }
                 for (i, probe) in probes.iter().enumerate() {
                     let one = key_may_match(level, probe, &filter);
-                    assert_eq!(one, key_may_match(Level::PORTABLE, probe, &filter), "n {n}");
+                    assert_eq!(
+                        one,
+                        key_may_match(Instructions::PORTABLE, probe, &filter),
+                        "n {n}"
+                    );
                     assert_eq!([one, one], [batch[0][i], batch[1][i]], "n {n}");
                     compared += 1;
                 }
@@ -205,11 +212,11 @@ fn builds_and_answers_as_the_portable_version(level: Level) {
 
 #[test]
 fn portable_versions_answer_alike_one_by_one_and_in_batches() {
-    builds_and_answers_as_the_portable_version(Level::PORTABLE);
+    builds_and_answers_as_the_portable_version(Instructions::PORTABLE);
 }
 
 /// The lowest level this processor runs that passes `has`.
-fn level_with(has: fn(Level) -> bool) -> Level {
+fn level_with(has: fn(Instructions) -> bool) -> Instructions {
     let level = cpu::supported().into_iter().find(|&level| has(level));
     level.expect("the processor has the level (else the test is ignored)")
 }
@@ -229,12 +236,12 @@ macro_rules! level_test {
 level_test!(
     popcnt_versions_build_and_answer_as_the_portable_ones,
     leveldb_bloom_test_popcnt,
-    Level::has_popcnt,
+    Instructions::has_popcnt,
     "the processor that built the tests has no popcnt"
 );
 level_test!(
     bmi2_versions_build_and_answer_as_the_portable_ones,
     leveldb_bloom_test_avx2,
-    Level::has_avx2,
+    Instructions::has_avx2,
     "the processor that built the tests has no BMI2"
 );
