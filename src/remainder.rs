@@ -92,13 +92,15 @@ mod tests {
     fn hashes() -> impl Iterator<Item = u32> {
         [0, 1, 2, 7, 8, 63, 64, u32::MAX, u32::MAX - 1, 1 << 31]
             .into_iter()
-            .chain((0..2000u32).map(|i| i.wrapping_mul(0x9e37_79b9)))
+            .chain((0..if cfg!(miri) { 50 } else { 2000u32 }).map(|i| i.wrapping_mul(0x9e37_79b9)))
     }
 
     #[test]
     fn equals_the_remainder_operator() {
         // Bit counts; arrays are whole bytes, so each is rounded down to one.
-        let mut sizes: Vec<u64> = (1..=4096).map(|bytes| bytes * 8).collect();
+        // Under Miri, which interprets each instruction, the first 200 sizes of the 4096.
+        let small = if cfg!(miri) { 200 } else { 4096 };
+        let mut sizes: Vec<u64> = (1..=small).map(|bytes| bytes * 8).collect();
         sizes.extend([u64::from(u32::MAX), 1 << 32, (1 << 32) + 8, 1 << 40]);
         sizes.extend(
             (0..32)

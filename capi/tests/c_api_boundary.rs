@@ -22,7 +22,7 @@ enum Answer {
     Size(usize),
     Null,
     NotNull,
-    Text(&'static str),
+    Text(String),
     /// A malloc'd filter from the create callback: its bytes.
     Filter(Vec<u8>),
     /// A status, and the batch results after the call.
@@ -73,8 +73,7 @@ unsafe fn text(p: *const c_char) -> Answer {
         unsafe { CStr::from_ptr(p) }
             .to_str()
             .expect("UTF-8")
-            .to_owned()
-            .leak(),
+            .to_owned(),
     )
 }
 
@@ -328,7 +327,7 @@ unsafe fn sizes_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<Ro
             row!(Size(leveldb_bloom_filter_len(p, usize::MAX)), Size(0)),
             row!(
                 text(leveldb_bloom_policy_name(p)),
-                Text("leveldb.BuiltinBloomFilter2")
+                Text("leveldb.BuiltinBloomFilter2".into())
             ),
         ]
     }
@@ -959,7 +958,7 @@ unsafe fn callback_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec
             ),
             row!(
                 text(leveldb_bloom_cb_name(state)),
-                Text("leveldb.BuiltinBloomFilter2")
+                Text("leveldb.BuiltinBloomFilter2".into())
             ),
         ]
     }
@@ -1350,7 +1349,7 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
             ),
             row!(
                 text(leveldb_bloom_policy_name(null())),
-                Text("leveldb.BuiltinBloomFilter2")
+                Text("leveldb.BuiltinBloomFilter2".into())
             ),
             row!(Size(leveldb_bloom_filter_len(null(), 1)), Size(0)),
             // no keys: a 64-bit filter whatever the bits per key
@@ -1381,7 +1380,7 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
             ),
             row!(
                 text(leveldb_bloom_cb_name(null_mut())),
-                Text("leveldb.BuiltinBloomFilter2")
+                Text("leveldb.BuiltinBloomFilter2".into())
             ),
             row!(
                 pointer(leveldb_bloom_filter_block_builder_create(null())),
@@ -1425,15 +1424,15 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
             row!(status(leveldb_bloom_global_stats(null_mut())), NULL_ARG),
             row!(
                 text(leveldb_bloom_status_message(-1)),
-                Text("unknown status")
+                Text("unknown status".into())
             ),
             row!(
                 text(leveldb_bloom_status_message(c_int::MAX)),
-                Text("unknown status")
+                Text("unknown status".into())
             ),
             row!(
                 text(leveldb_bloom_version()),
-                Text(env!("CARGO_PKG_VERSION"))
+                Text(env!("CARGO_PKG_VERSION").into())
             ),
             // Compact sizes at fractional and zero bits per key.
             // 725 bits
@@ -1642,7 +1641,7 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
             ),
             row!(
                 text(leveldb_bloom_policy_name(c)),
-                Text("leveldb.BuiltinBloomFilter2")
+                Text("leveldb.BuiltinBloomFilter2".into())
             ),
         ])
         .collect()
