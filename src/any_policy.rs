@@ -20,6 +20,9 @@ impl Format {
     /// Every format, the default first.
     pub const ALL: [Format; 2] = [Format::Bloom, Format::Compact];
 
+    /// The most bits per key [`Format::policy`] takes for Bloom filters.
+    pub const MAX_BLOOM_SETTING: i32 = 1000;
+
     /// The format's name where a program or a person spells it: `"bloom"`, `"compact"`.
     pub const fn name(self) -> &'static str {
         match self {
@@ -31,6 +34,43 @@ impl Format {
     /// The format a name spells ([`Format::name`]), exactly; `None` for any other text.
     pub fn from_name(name: &str) -> Option<Format> {
         Format::ALL.into_iter().find(|format| format.name() == name)
+    }
+
+    /// This format's policy at `bits_per_key` as a setting gives it (the drop-in's
+    /// `LEVELDB_BLOOM_BITS_PER_KEY`, the command's `--bits-per-key`): for Bloom filters a
+    /// whole number from 0 to [`Format::MAX_BLOOM_SETTING`] (LevelDB's policy takes more, but past
+    /// it a setting can only be a mistake: 1,000 bits per key is a false-positive rate of
+    /// 10^-200), for compact filters any number [`CompactPolicy::new`] takes. Anything else
+    /// is [`Error::InvalidBitsPerKey`]; [`Format::settings`] says what is taken.
+    ///
+    /// ```
+    /// use leveldb_bloom::{Error, Format};
+    ///
+    /// assert_eq!(Format::Bloom.policy(10.0)?.format(), Format::Bloom);
+    /// assert_eq!(Format::Bloom.policy(7.5), Err(Error::InvalidBitsPerKey));
+    /// assert!(Format::Compact.policy(7.5).is_ok());
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn policy(self, bits_per_key: f64) -> Result<AnyPolicy, Error> {
+        match self {
+            Format::Bloom
+                if bits_per_key.fract() == 0.0
+                    && (0.0..=f64::from(Format::MAX_BLOOM_SETTING)).contains(&bits_per_key) =>
+            {
+                BloomPolicy::new(bits_per_key as i32).map(AnyPolicy::Bloom)
+            }
+            Format::Bloom => Err(Error::InvalidBitsPerKey),
+            Format::Compact => CompactPolicy::new(bits_per_key).map(AnyPolicy::Compact),
+        }
+    }
+
+    /// The bits per key [`Format::policy`] takes, in words for a message: "a whole number
+    /// from 0 to 1000", "a number from 0 to 32".
+    pub fn settings(self) -> String {
+        match self {
+            Format::Bloom => format!("a whole number from 0 to {}", Format::MAX_BLOOM_SETTING),
+            Format::Compact => format!("a number from 0 to {}", crate::compact::MAX_BITS_PER_KEY),
+        }
     }
 }
 
@@ -124,5 +164,38 @@ mod tests {
             (bloom.format(), compact.format()),
             (Format::Bloom, Format::Compact)
         );
+    }
+
+    /// A setting's bits per key: Bloom whole numbers from 0 to 1000, compact what its policy
+    /// takes; the policy made is the format's at those bits.
+    #[test]
+    fn each_format_takes_its_settings_and_no_other() {
+        for (format, taken, refused) in [
+            (
+                Format::Bloom,
+                &[0.0, -0.0, 1.0, 10.0, 1000.0][..],
+                &[-1.0, 0.5, 10.5, 1001.0, 1e10, f64::NAN, f64::INFINITY][..],
+            ),
+            (
+                Format::Compact,
+                &[0.0, 0.5, 7.25, 10.0, 32.0][..],
+                &[-0.5, 32.5, 1000.0, f64::NAN, f64::INFINITY][..],
+            ),
+        ] {
+            for &bits in taken {
+                let policy = format.policy(bits).expect("taken");
+                assert_eq!(policy.format(), format, "{bits}");
+                let made = match policy {
+                    AnyPolicy::Bloom(p) => f64::from(p.bits_per_key()),
+                    AnyPolicy::Compact(p) => p.bits_per_key(),
+                };
+                assert_eq!(made, bits, "{format:?} {bits}");
+            }
+            for &bits in refused {
+                assert_eq!(format.policy(bits), Err(Error::InvalidBitsPerKey), "{bits}");
+            }
+        }
+        assert_eq!(Format::Bloom.settings(), "a whole number from 0 to 1000");
+        assert_eq!(Format::Compact.settings(), "a number from 0 to 32");
     }
 }

@@ -27,8 +27,10 @@ pub enum Error {
     },
     /// The filter block builder was finished; it takes no more blocks or keys.
     AlreadyFinished,
-    /// A compact policy's bits per key was negative, not finite, or above
-    /// [`MAX_BITS_PER_KEY`](crate::compact::MAX_BITS_PER_KEY).
+    /// A bits per key the format does not take: a compact policy's negative, not finite, or
+    /// above [`MAX_BITS_PER_KEY`](crate::compact::MAX_BITS_PER_KEY); a Bloom setting
+    /// ([`Format::policy`](crate::Format::policy)) not a whole number from 0 to
+    /// [`Format::MAX_BLOOM_SETTING`](crate::Format::MAX_BLOOM_SETTING).
     InvalidBitsPerKey,
     /// A target false-positive rate was not in `(0, 1)` or is out of the format's reach.
     InvalidFalsePositiveRate,
@@ -51,7 +53,7 @@ impl fmt::Display for Error {
                 "block offset {block_offset} falls before filter window {filters} already started"
             ),
             Error::AlreadyFinished => f.write_str("filter block builder already finished"),
-            Error::InvalidBitsPerKey => f.write_str("bits_per_key must be a number from 0 to 32"),
+            Error::InvalidBitsPerKey => f.write_str("bits_per_key is not one the format takes"),
             Error::InvalidFalsePositiveRate => {
                 f.write_str("false-positive rate must be in (0, 1) and reachable")
             }

@@ -7,7 +7,7 @@ use std::ffi::{CStr, CString, c_char, c_int};
 use std::path::Path;
 use std::ptr;
 
-use leveldb_bloom::{AnyPolicy, BloomPolicy, CompactPolicy, FilterPolicy, Format};
+use leveldb_bloom::{AnyPolicy, FilterPolicy, Format};
 use leveldb_bloom_capi::{
     leveldb_bloom_cb_create_filter, leveldb_bloom_cb_destructor, leveldb_bloom_cb_key_may_match,
     leveldb_bloom_cb_name, leveldb_bloom_policy_create_compact,
@@ -16,30 +16,18 @@ use leveldb_sys::*;
 
 use crate::way_back::Digest;
 
-/// The policy `upgrade` writes with, in `format` at `bits_per_key`: Bloom filters at a whole
-/// number of bits per key from 1 to 1000 (more could only be a mistake: 1000 bits per key is
-/// already a false-positive rate of 10^-200), written by LevelDB's own Bloom policy
-/// (`leveldb_filterpolicy_create_bloom`); compact filters at what `CompactPolicy` takes (0 to
-/// 32), through `leveldb_filterpolicy_create`'s callbacks.
+/// The policy `upgrade` writes with, in `format` at `bits_per_key` as `Format::policy` takes
+/// a setting (the drop-in's `LEVELDB_BLOOM_BITS_PER_KEY` takes the same): Bloom filters
+/// written by LevelDB's own Bloom policy (`leveldb_filterpolicy_create_bloom`), compact
+/// filters through `leveldb_filterpolicy_create`'s callbacks.
 pub fn new_policy(format: Format, bits_per_key: f64) -> Result<AnyPolicy, String> {
-    match format {
-        Format::Bloom if bits_per_key.fract() == 0.0 && (1.0..=1000.0).contains(&bits_per_key) => {
-            Ok(AnyPolicy::Bloom(
-                BloomPolicy::new(bits_per_key as i32).expect("1 to 1000 bits per key"),
-            ))
-        }
-        Format::Bloom => Err(format!(
-            "--bits-per-key {bits_per_key}: Bloom filters take a whole number from 1 to 1000"
-        )),
-        Format::Compact => CompactPolicy::new(bits_per_key)
-            .map(AnyPolicy::Compact)
-            .map_err(|_| {
-                format!(
-                    "--bits-per-key {bits_per_key}: compact filters take a number from 0 to {}",
-                    leveldb_bloom::compact::MAX_BITS_PER_KEY
-                )
-            }),
-    }
+    format.policy(bits_per_key).map_err(|_| {
+        format!(
+            "--bits-per-key {bits_per_key}: {} filters take {}",
+            format.name(),
+            format.settings()
+        )
+    })
 }
 
 /// Whether a filter of `len` bytes ending in `last` is what `policy` builds for `keys` keys.

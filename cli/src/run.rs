@@ -464,21 +464,12 @@ pub fn run(request: Run) -> Result<u8, Failure> {
             let named = std::env::var("LEVELDB_BLOOM_FORMAT").ok()?;
             Format::from_name(&named)
         });
-        let accepted = match format.unwrap_or(Format::Bloom) {
-            Format::Bloom => bits.fract() == 0.0 && (0.0..=1000.0).contains(&bits),
-            Format::Compact => leveldb_bloom::CompactPolicy::new(bits).is_ok(),
-        };
-        if !accepted {
+        let format = format.unwrap_or(Format::Bloom);
+        if format.policy(bits).is_err() {
             return Err(Failure::error(format!(
                 "run: --bits-per-key {bits:?}: {} filters take {}",
-                format.unwrap_or(Format::Bloom).name(),
-                match format.unwrap_or(Format::Bloom) {
-                    Format::Bloom => "a whole number from 0 to 1000".to_owned(),
-                    Format::Compact => format!(
-                        "a number from 0 to {}",
-                        leveldb_bloom::compact::MAX_BITS_PER_KEY
-                    ),
-                }
+                format.name(),
+                format.settings()
             )));
         }
     }

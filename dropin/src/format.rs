@@ -2,9 +2,9 @@
 //!
 //! - `LEVELDB_BLOOM_FORMAT`: `bloom` (the default: LevelDB's own filters, bit for bit) or
 //!   `compact` (leveldb-bloom's compact filters, under the same policy name);
-//! - `LEVELDB_BLOOM_BITS_PER_KEY`: replaces the bits per key the program asked for; a
-//!   whole number from 0 to 1000 for `bloom` (more could only be a mistake: 1000 bits per
-//!   key is already a false-positive rate of 10^-200), a number from 0 to 32 for `compact`.
+//! - `LEVELDB_BLOOM_BITS_PER_KEY`: replaces the bits per key the program asked for, as
+//!   `Format::policy` takes a setting: a whole number from 0 to 1000 for `bloom`, a number
+//!   from 0 to 32 for `compact`.
 //!
 //! Unset or empty means the default. A value that is not one of these gets one line on
 //! standard error and the default for that variable: never an abort, and never a filter
@@ -13,11 +13,7 @@
 use std::ffi::OsString;
 use std::sync::OnceLock;
 
-use leveldb_bloom::compact::MAX_BITS_PER_KEY;
-use leveldb_bloom::{BloomPolicy, CompactPolicy, Format};
-
-/// The most bits per key `LEVELDB_BLOOM_BITS_PER_KEY` sets for Bloom filters.
-const MAX_BLOOM_BITS_PER_KEY: i32 = 1000;
+use leveldb_bloom::Format;
 
 /// What the environment asked for.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -62,14 +58,11 @@ pub(crate) fn parse(format: Option<OsString>, bits: Option<OsString>) -> (Choice
         Some(value) => {
             let parsed = value.and_then(|v| bits_per_key(format, v));
             if parsed.is_none() {
-                let wanted = match format {
-                    Format::Bloom => format!("a whole number from 0 to {MAX_BLOOM_BITS_PER_KEY}"),
-                    Format::Compact => format!("a number from 0 to {MAX_BITS_PER_KEY}"),
-                };
                 complaints.push(format!(
-                    "LEVELDB_BLOOM_BITS_PER_KEY={:?} is not {wanted} for {} filters; using \
-                     the program's bits per key",
+                    "LEVELDB_BLOOM_BITS_PER_KEY={:?} is not {} for {} filters; using the \
+                     program's bits per key",
                     bits.unwrap_or_default(),
+                    format.settings(),
                     format.name()
                 ));
             }
@@ -85,19 +78,11 @@ pub(crate) fn parse(format: Option<OsString>, bits: Option<OsString>) -> (Choice
     )
 }
 
-/// `value` as bits per key for `format`, if the format's policy accepts it.
+/// `value` as bits per key for `format`, if the format takes it as a setting
+/// (`Format::policy`; -0 is 0).
 fn bits_per_key(format: Format, value: &str) -> Option<f64> {
-    match format {
-        Format::Bloom => {
-            let bits: i32 = value.trim().parse().ok()?;
-            let bits = Some(bits).filter(|&b| b <= MAX_BLOOM_BITS_PER_KEY)?;
-            BloomPolicy::new(bits).ok().map(|_| f64::from(bits))
-        }
-        Format::Compact => {
-            let bits: f64 = value.trim().parse().ok()?;
-            CompactPolicy::new(bits).ok().map(|_| bits)
-        }
-    }
+    let bits: f64 = value.trim().parse().ok()?;
+    format.policy(bits).ok().map(|_| bits + 0.0)
 }
 
 #[cfg(test)]
