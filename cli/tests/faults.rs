@@ -848,7 +848,8 @@ fn settings_are_checked_before_any_work_and_messages_say_what_happened() {
     for (format, bits) in [
         ("compact", "40"),
         ("compact", "-1"),
-        ("bloom", "0"),
+        ("bloom", "0.5"),
+        ("bloom", "-1"),
         ("bloom", "1001"),
     ] {
         let bits = format!("--bits-per-key={bits}");

@@ -152,4 +152,72 @@ mod tests {
         assert_eq!(choice, chosen(Format::Bloom, None));
         assert_eq!(complaints.len(), 1);
     }
+
+    /// What `leveldb-bloom run --bits-per-key` refuses is what the drop-in would ignore: both
+    /// ask `Format::policy`, and a value written as Rust writes it reads back bit for bit.
+    #[test]
+    fn the_drop_in_takes_what_format_policy_takes() {
+        let values = [
+            -0.0,
+            0.0,
+            5e-324,
+            0.5,
+            7.25,
+            10.0,
+            32.0,
+            32.000000000000004,
+            999.0,
+            1000.0,
+            1000.0000000000001,
+            1001.0,
+            1e300,
+            f64::MAX,
+            -1.0,
+            f64::NAN,
+            f64::INFINITY,
+        ];
+        for format in Format::ALL {
+            for bits in values {
+                let written = bits.to_string();
+                let (choice, _) = env(Some(format.name()), Some(&written));
+                assert_eq!(
+                    choice.bits_per_key.is_some(),
+                    format.policy(bits).is_ok(),
+                    "{format:?} {written}"
+                );
+                if let Some(taken) = choice.bits_per_key {
+                    assert_eq!(taken.to_bits(), (bits + 0.0).to_bits(), "{written}");
+                }
+            }
+        }
+    }
+
+    /// Any spelling of a whole number is that number for Bloom filters; no spelling of
+    /// something else is.
+    #[test]
+    fn spellings_of_a_whole_number_are_that_number() {
+        for (written, bits) in [
+            ("10.0", 10.0),
+            ("1e1", 10.0),
+            ("+5", 5.0),
+            ("-0", 0.0),
+            ("1e3", 1000.0),
+            (" 16\t", 16.0),
+        ] {
+            let (choice, complaints) = env(Some("bloom"), Some(written));
+            assert_eq!(
+                choice.bits_per_key.map(f64::to_bits),
+                Some(f64::to_bits(bits)),
+                "{written:?}"
+            );
+            assert!(complaints.is_empty(), "{written:?}");
+        }
+        for written in [
+            "inf", "-inf", "infinity", "NaN", "1e400", "1e-1", "0x10", "1_0",
+        ] {
+            let (choice, complaints) = env(Some("bloom"), Some(written));
+            assert_eq!(choice.bits_per_key, None, "{written:?}");
+            assert_eq!(complaints.len(), 1, "{written:?}");
+        }
+    }
 }
