@@ -160,4 +160,24 @@ mod tests {
         );
         assert_eq!(best.has_popcnt(), cfg!(leveldb_bloom_test_popcnt));
     }
+
+    /// Each level says no more than the processor reports: the vector code's safety.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn every_level_is_the_processor_s() {
+        use std::arch::is_x86_feature_detected as has;
+        for level in supported() {
+            if level.has_popcnt() {
+                assert!(has!("popcnt"), "{level:?}");
+            }
+            if level.has_bmi2() {
+                assert!(has!("bmi2"), "{level:?}");
+            }
+            if level.has_avx2() {
+                assert!(has!("avx2") && has!("bmi1") && has!("bmi2"), "{level:?}");
+            }
+        }
+        let chosen = instructions();
+        assert!(supported().contains(&chosen), "{chosen:?}");
+    }
 }

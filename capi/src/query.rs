@@ -175,11 +175,19 @@ mod tests {
         let portable = std::env::var("LEVELDB_BLOOM_SIMD").is_ok_and(|v| v == "portable");
         #[cfg(target_arch = "x86_64")]
         {
+            use std::arch::is_x86_feature_detected as has;
             let bmi2 = is(bloom_bmi2);
-            assert_eq!(bmi2, leveldb_bloom::instructions().has_bmi2());
-            if portable {
-                assert!(!bmi2, "LEVELDB_BLOOM_SIMD=portable must not run BMI2 code");
+            // Never where the processor lacks BMI2; always where it has the library's top
+            // level and nothing pinned the portable code.
+            if bmi2 {
+                assert!(has!("bmi2"), "BMI2 code chosen on a processor without BMI2");
             }
+            let top = has!("avx2") && has!("bmi1") && has!("bmi2") && has!("popcnt");
+            assert_eq!(
+                bmi2,
+                top && !portable,
+                "top level {top}, pinned portable {portable}"
+            );
         }
         if portable || cfg!(not(target_arch = "x86_64")) {
             assert!(is(bloom));
