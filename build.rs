@@ -16,7 +16,6 @@ fn main() {
 fn processor_levels() {
     println!("cargo::rustc-check-cfg=cfg(leveldb_bloom_test_popcnt)");
     println!("cargo::rustc-check-cfg=cfg(leveldb_bloom_test_avx2)");
-    println!("cargo:rerun-if-env-changed=CARGO_CFG_TARGET_FEATURE");
     if env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("x86_64") {
         return;
     }
