@@ -19,36 +19,38 @@ fn processor_levels() {
     if env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("x86_64") {
         return;
     }
-    let has: Box<dyn Fn(&str) -> bool> = if env::var_os("CARGO_CFG_MIRI").is_some() {
+    let features: Vec<String> = if env::var_os("CARGO_CFG_MIRI").is_some() {
         let enabled = env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
-        Box::new(move |feature| enabled.split(',').any(|f| f == feature))
+        enabled.split(',').map(str::to_owned).collect()
     } else {
-        Box::new(host_has)
+        host_features()
     };
+    let has = |feature: &str| features.iter().any(|f| f == feature);
     if has("popcnt") {
         println!("cargo::rustc-cfg=leveldb_bloom_test_popcnt");
     }
-    if ["avx2", "bmi1", "bmi2", "popcnt"].iter().all(|f| has(f)) {
+    if ["avx2", "bmi1", "bmi2", "popcnt"].into_iter().all(has) {
         println!("cargo::rustc-cfg=leveldb_bloom_test_avx2");
     }
 }
 
-/// Whether the processor running the build has `feature`.
-fn host_has(feature: &str) -> bool {
+/// Which of the features the levels need the processor running the build has.
+fn host_features() -> Vec<String> {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::is_x86_feature_detected as has;
-        match feature {
-            "popcnt" => has!("popcnt"),
-            "avx2" => has!("avx2"),
-            "bmi1" => has!("bmi1"),
-            "bmi2" => has!("bmi2"),
-            _ => false,
-        }
+        let found = [
+            ("popcnt", has!("popcnt")),
+            ("avx2", has!("avx2")),
+            ("bmi1", has!("bmi1")),
+            ("bmi2", has!("bmi2")),
+        ];
+        found
+            .into_iter()
+            .filter(|&(_, has)| has)
+            .map(|(f, _)| f.to_owned())
+            .collect()
     }
     #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = feature;
-        false
-    }
+    Vec::new()
 }

@@ -80,8 +80,9 @@ pub fn instructions() -> Instructions {
     }
 }
 
-/// The instructions this process runs, once [`instructions`] has chosen them: for callers that keep the
-/// first call out of line, so that the choice's call does not give every call a stack frame.
+/// The instructions this process runs, once [`instructions`] has chosen them: for callers
+/// that keep the first call out of line, so that the choice's call does not give every call
+/// a stack frame.
 #[inline(always)]
 pub(crate) fn chosen() -> Option<Instructions> {
     match CHOSEN.load(Ordering::Relaxed) {

@@ -41,9 +41,13 @@ fn every_trailer_fits_its_payload_and_round_trips() {
         // Under Miri, which interprets each instruction, every 401st value and the last.
         let step = if cfg!(miri) { 401 } else { 1 };
         let values: Box<dyn Iterator<Item = u16>> = if len < SHORT_BELOW {
-            Box::new((0..=255).step_by(step).chain([255]))
+            Box::new((0..=255).step_by(step).chain((step > 1).then_some(255)))
         } else {
-            Box::new((0..=u16::MAX).step_by(step).chain([u16::MAX]))
+            Box::new(
+                (0..=u16::MAX)
+                    .step_by(step)
+                    .chain((step > 1).then_some(u16::MAX)),
+            )
         };
         for v in values {
             let mut filter = vec![0u8; len];
