@@ -1,5 +1,6 @@
-//! Compiles the drop-in's C++: the policy object once, and the string code once per
-//! libstdc++ string layout. No LevelDB header or library is used (policy.cc says why).
+//! Compiles the drop-in's C++: the policy object once, and (outside Windows, where the drop-in
+//! never writes a string itself) the string code once per libstdc++ string layout. No LevelDB
+//! header or library is used (policy.cc says why).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -27,12 +28,17 @@ fn cxx() -> cc::Build {
 
 fn main() {
     println!("cargo:rerun-if-changed=src/policy.cc");
-    println!("cargo:rerun-if-changed=src/linked_windows.cc");
     println!("cargo:rerun-if-changed=src/string_ops.cc");
     println!("cargo:rerun-if-changed=../include/leveldb_bloom.h");
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let policy = || {
+        cxx()
+            .out_dir(out_dir.join("policy"))
+            .file("src/policy.cc")
+            .compile("leveldb_bloom_dropin_policy")
+    };
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("windows") {
-        windows(&out_dir);
+        policy();
         return;
     }
     // Each layout's string code; what libstdc++ string functions it imports is written down
@@ -74,10 +80,7 @@ fn main() {
     }
     list.push_str("];\n");
     std::fs::write(out_dir.join("own_string_imports.rs"), list).expect("OUT_DIR is writable");
-    cxx()
-        .out_dir(out_dir.join("policy"))
-        .file("src/policy.cc")
-        .compile("leveldb_bloom_dropin_policy");
+    policy();
     // Nothing may stay unresolved: the drop-in needs libstdc++ and libc, never a libleveldb
     // (a test checks its dependencies).
     println!("cargo:rustc-cdylib-link-arg=-Wl,-z,defs");
@@ -85,29 +88,4 @@ fn main() {
     // library's copy: another libleveldb_bloom earlier in the lookup order must not be handed
     // the drop-in's objects.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-Bsymbolic-functions");
-}
-
-/// Windows (MinGW-w64): the drop-in is linked into the program with LevelDB (no preload), and
-/// serves the string layout of the compiler that builds it, proven when the program links
-/// (linked_windows.cc): each layout's string code, the proof, and the policy object.
-fn windows(out_dir: &std::path::Path) {
-    for layout in ["cxx11", "old"] {
-        cxx()
-            .out_dir(out_dir.join(layout))
-            .define(
-                "_GLIBCXX_USE_CXX11_ABI",
-                if layout == "cxx11" { "1" } else { "0" },
-            )
-            .define("LEVELDB_BLOOM_DROPIN_LAYOUT", layout)
-            .file("src/string_ops.cc")
-            .compile(&format!("leveldb_bloom_dropin_string_ops_{layout}"));
-    }
-    cxx()
-        .out_dir(out_dir.join("linked"))
-        .file("src/linked_windows.cc")
-        .compile("leveldb_bloom_dropin_linked");
-    cxx()
-        .out_dir(out_dir.join("policy"))
-        .file("src/policy.cc")
-        .compile("leveldb_bloom_dropin_policy");
 }

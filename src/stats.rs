@@ -66,6 +66,12 @@ impl<P> Counted<P> {
     pub fn reset_stats(&self) {
         self.stats.reset();
     }
+
+    /// Counts a filter of `num_keys` keys that other code wrote, in this policy's format, for
+    /// this policy (the drop-in's Bloom filters, which LevelDB's own Bloom policy writes).
+    pub fn record_filter_written_elsewhere(&self, num_keys: usize) {
+        self.stats.record_filter(num_keys);
+    }
 }
 
 impl<P: FilterPolicy> WriteFilter for Counted<P> {

@@ -44,6 +44,14 @@ macro_rules! with_policy {
 }
 
 impl leveldb_bloom_policy {
+    /// Counts, if this policy counts, a filter of `num_keys` keys that other code wrote for
+    /// it in its format (for the drop-in: LevelDB's own Bloom policy). Rust only.
+    pub fn record_filter_written_elsewhere(&self, num_keys: usize) {
+        if let Some(counted) = &self.counted {
+            counted.record_filter_written_elsewhere(num_keys);
+        }
+    }
+
     /// Builds the filter for `keys` into the start of `out`, counted if this policy counts.
     pub(crate) fn create_filter_into<I>(&self, keys: I, out: &mut [u8]) -> Result<usize, Error>
     where

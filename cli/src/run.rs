@@ -12,7 +12,6 @@
 //! set-user-ID or set-group-ID one, whose loader ignores `LD_PRELOAD`), it says so and runs
 //! the program anyway.
 
-use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::io::Read as _;
@@ -27,6 +26,7 @@ use serde::Serialize;
 use crate::commands::{ERROR, Failure};
 use crate::files::shown;
 use leveldb_bloom::Format;
+use leveldb_bloom_dropin_statistics::Statistics;
 
 /// The drop-in's file name.
 const DROPIN: &str = "libleveldb_bloom_dropin.so";
@@ -70,13 +70,18 @@ pub struct Summary {
     /// The bits per key the drop-in was told (`--bits-per-key`); null where the program's
     /// own were used (or no process reported).
     pub bits_per_key: Option<f64>,
-    pub leveldbs_cxx11_string: u64,
-    pub leveldbs_old_string: u64,
-    /// LevelDBs left to stock's code, each with why.
-    pub declined: Vec<String>,
+    /// `NewBloomFilterPolicy` calls answered: with the drop-in's policy, with the LevelDB's
+    /// own (declined), with none (refused).
+    pub policies_served: u64,
+    pub policies_declined: u64,
     pub policies_refused: u64,
+    /// The LevelDBs served, each with whose code writes its filters.
+    pub served: Vec<String>,
+    /// The LevelDBs declined, each with why.
+    pub declined: Vec<String>,
+    /// Why policies were refused.
+    pub refused: Vec<String>,
     pub filters_built: u64,
-    pub filters_built_by_stock: u64,
     pub keys_added: u64,
     pub queries: u64,
     pub no_match: u64,
@@ -284,38 +289,39 @@ fn summarize(folder: &Path, summary: &mut Summary) {
         .flatten()
         .filter_map(|e| std::fs::read_to_string(e.path()).ok())
         .collect();
-    let pids: std::collections::BTreeSet<&str> = texts
-        .iter()
-        .filter_map(|t| t.lines().find_map(|l| l.strip_prefix("pid=")))
-        .collect();
-    for text in &texts {
+    let files: Vec<Statistics> = texts.iter().map(|t| Statistics::parse(t)).collect();
+    let pids: std::collections::BTreeSet<u64> = files.iter().map(|f| f.pid).collect();
+    for file in files {
         summary.processes += 1;
-        let fields: BTreeMap<&str, &str> = text.lines().filter_map(|l| l.split_once('=')).collect();
-        let count = |name: &str| fields.get(name).and_then(|v| v.parse::<u64>().ok());
-        // A forked child reports only its own work; its LevelDBs are its parent's, counted
+        // A forked child reports only its own work; its LevelDBs are its parent's, said
         // with the parent's (when the parent reported).
-        let inherited = fields
-            .get("forked_from")
-            .is_some_and(|parent| pids.contains(parent));
-        if !inherited {
-            summary.leveldbs_cxx11_string += count("leveldbs_cxx11_string").unwrap_or(0);
-            summary.leveldbs_old_string += count("leveldbs_old_string").unwrap_or(0);
-            summary.declined.extend(
-                text.lines()
-                    .filter_map(|l| l.strip_prefix("declined="))
-                    .map(str::to_string),
-            );
+        if !file
+            .forked_from
+            .is_some_and(|parent| pids.contains(&parent))
+        {
+            for (ours, theirs) in [
+                (&mut summary.served, file.served),
+                (&mut summary.declined, file.declined),
+                (&mut summary.refused, file.refused),
+            ] {
+                for line in theirs {
+                    if !ours.contains(&line) {
+                        ours.push(line);
+                    }
+                }
+            }
         }
-        summary.policies_refused += count("policies_refused").unwrap_or(0);
-        summary.filters_built += count("filters_built").unwrap_or(0);
-        summary.filters_built_by_stock += count("filters_built_by_stock").unwrap_or(0);
-        summary.keys_added += count("keys_added").unwrap_or(0);
-        summary.queries += count("queries").unwrap_or(0);
-        summary.no_match += count("no_match").unwrap_or(0);
-        let used = count("dropin_policies").unwrap_or(0) > 0 || count("filters_built") > Some(0);
+        summary.policies_served += file.policies_served;
+        summary.policies_declined += file.policies_declined;
+        summary.policies_refused += file.policies_refused;
+        summary.filters_built += file.filters_built;
+        summary.keys_added += file.keys_added;
+        summary.queries += file.queries;
+        summary.no_match += file.no_match;
+        let used = file.dropin_policies > 0 || file.filters_built > 0;
         if used || summary.format.is_none() {
-            summary.format = fields.get("format").map(|s| s.to_string());
-            summary.bits_per_key = fields.get("bits_per_key").and_then(|s| s.parse().ok());
+            summary.format = file.format.map(|f| f.name().to_owned());
+            summary.bits_per_key = file.bits_per_key;
         }
     }
     if summary.format.as_deref() == Some("compact")
@@ -369,30 +375,28 @@ fn said(summary: &Summary, program: &str) -> String {
         }
         return text;
     }
-    let served = summary.leveldbs_cxx11_string + summary.leveldbs_old_string;
     let _ = writeln!(
         text,
-        "  the drop-in reported from {} {}; LevelDBs served: {served} (C++11 std::string: {}, \
-         old std::string: {}); left to stock's code: {}",
+        "  the drop-in reported from {} {}; policies: {} served, {} left to the LevelDB's own \
+         (declined), {} refused",
         summary.processes,
         if summary.processes == 1 {
             "process"
         } else {
             "processes"
         },
-        summary.leveldbs_cxx11_string,
-        summary.leveldbs_old_string,
-        summary.declined.len()
+        summary.policies_served,
+        summary.policies_declined,
+        summary.policies_refused,
     );
-    for why in &summary.declined {
-        let _ = writeln!(text, "    left to stock's code: {why}");
+    for line in &summary.served {
+        let _ = writeln!(text, "    {line}");
     }
-    if summary.policies_refused > 0 {
-        let _ = writeln!(
-            text,
-            "  policies refused (NULL: no other definition to fall back on): {}",
-            summary.policies_refused
-        );
+    for why in &summary.declined {
+        let _ = writeln!(text, "    declined {why}");
+    }
+    for why in &summary.refused {
+        let _ = writeln!(text, "    refused: {why}");
     }
     let ruled_out = if summary.queries > 0 {
         format!(
@@ -405,8 +409,7 @@ fn said(summary: &Summary, program: &str) -> String {
     };
     let _ = writeln!(
         text,
-        "  format {} at {}: filters built {} (by stock's code: {}), keys {}, \
-         queries {}, ruled out {ruled_out}",
+        "  format {} at {}: filters built {}, keys {}, queries {}, ruled out {ruled_out}",
         summary.format.as_deref().unwrap_or("?"),
         summary
             .bits_per_key
@@ -414,7 +417,6 @@ fn said(summary: &Summary, program: &str) -> String {
                 "{b} bits per key"
             )),
         summary.filters_built,
-        summary.filters_built_by_stock,
         summary.keys_added,
         summary.queries
     );

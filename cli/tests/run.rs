@@ -99,7 +99,14 @@ fn a_leveldb_program_is_served_and_its_status_is_its_own() {
     );
     assert_eq!(json["status"], 7);
     assert_eq!(json["processes"], 1, "{json}");
-    assert_eq!(json["leveldbs_cxx11_string"], 1, "{json}");
+    assert_eq!(json["policies_served"], 1, "{json}");
+    assert!(
+        json["served"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("served, its C API writes"),
+        "{json}"
+    );
     assert_eq!(json["format"], "compact");
     assert!(json["filters_built"].as_u64().unwrap() > 0, "{json}");
     let (queries, no_match) = (
@@ -111,7 +118,7 @@ fn a_leveldb_program_is_served_and_its_status_is_its_own() {
     let said = stderr(&out);
     assert!(
         said.contains("exited 7")
-            && said.contains("LevelDBs served: 1")
+            && said.contains("policies: 1 served")
             && said.contains("ruled out"),
         "{said}"
     );
@@ -136,7 +143,8 @@ fn forked_children_count_their_own_work_only() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(json["processes"], 4, "{json}");
-    assert_eq!(json["leveldbs_cxx11_string"], 1, "{json}");
+    assert_eq!(json["policies_served"], 1, "{json}");
+    assert_eq!(json["served"].as_array().unwrap().len(), 1, "{json}");
     assert_eq!(json["keys_added"], 20_000, "{json}");
 }
 
@@ -160,7 +168,7 @@ fn a_shell_script_starting_two_programs_is_followed() {
         &tmp.path().join("s.json"),
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert_eq!(json["leveldbs_cxx11_string"], 2, "{json}");
+    assert_eq!(json["policies_served"], 2, "{json}");
     assert_eq!(json["format"], "bloom");
 }
 

@@ -3,19 +3,21 @@
 #
 #   cmake -DPROGRAM=name -DSTOCK=exe -DDROPIN_SO=path -DWORK_DIR=dir [-DSHARED=exe]
 #         [-DSTATIC=exe] [-DSTATIC_NO_U=exe -DSTATIC_NO_U_SERVED_BY=stock|dropin]
-#         [-DCOMPACT=ON] [-DSTRING_LAYOUT=cxx11|old] [-DPRELOAD_SERVES=OFF]
-#         [-DPRELOAD_FIRST=lib] [-DLAUNCHER=cmd|arg|...]
+#         [-DCOMPACT=ON] [-DBLOOM_WRITER=text] [-DCOMPACT_WRITER=text] [-DSTATIC_WRITER=text]
+#         [-DPRELOAD_SERVES=OFF] [-DDECLINED=ON] [-DPRELOAD_FIRST=lib] [-DLAUNCHER=cmd|arg|...]
 #         -P run_dropin_proof.cmake
 #
 # COMPACT adds an arrangement, preload_compact: STOCK preloaded with LEVELDB_BLOOM_FORMAT=compact
-# (same output, its own tables). STRING_LAYOUT requires every LevelDB the drop-in served to be
-# of that std::string layout (the statistics' leveldbs_<layout>_string). PRELOAD_SERVES=OFF
-# is for a program with LevelDB compiled in, whose calls never leave the executable: preloaded,
-# the drop-in must change nothing and its statistics file must say served=no. DECLINED=ON is
-# for a LevelDB whose strings the drop-in cannot prove it may write (libc++, a libstdc++ of
-# its own linked in): every drop-in arrangement must say so once on standard error and in the
-# statistics (served=declined and the reason), its own policy must write every filter
-# (tables byte-identical to stock in both formats), and the drop-in must answer the queries.
+# (same output, its own tables). The statistics must say, for every LevelDB served, who wrote
+# its filters: BLOOM_WRITER for Bloom filters preloaded or linked ahead (default "its own Bloom
+# policy writes": the LevelDB's own policy), COMPACT_WRITER for compact ones (default "its C
+# API writes": the LevelDB's own C wrapper), STATIC_WRITER for the static route (default "its
+# C API writes"). PRELOAD_SERVES=OFF is for a program with LevelDB compiled in, whose calls
+# never leave the executable: preloaded, the drop-in must change nothing and its statistics
+# file must say served=no. DECLINED=ON is for a LevelDB whose Bloom policy does not speak the
+# format (a fork that gives LevelDB's name to another filter): every drop-in arrangement must
+# say so once on standard error and in the statistics (served=declined and the reason), and
+# the LevelDB's own policy writes and answers (tables byte-identical to stock in both formats).
 #
 # PRELOAD_FIRST (sanitized builds: the ASan or TSan runtime) is preloaded ahead of DROPIN_SO;
 # LAUNCHER (a '|'-separated command, e.g. valgrind and its options) runs the preloaded and
@@ -32,11 +34,12 @@
 #   shared    SHARED (optional)                   -> statistics file expected
 #   static    STATIC (optional)                   -> statistics file expected
 #   static_no_u  (optional) STATIC_NO_U: linked like STATIC but without
-#             -Wl,-u,_ZN7leveldb20NewBloomFilterPolicyEi -> STATIC_NO_U_SERVED_BY says
-#             whose policy runs: "stock" (a C program: nothing pulls the drop-in's archive
-#             member in, libleveldb.a's bloom.o serves c.o's call) or "dropin" (a C++
-#             program, whose own reference pulls it in). This pins why dropin_static
-#             carries the -u.
+#             -Wl,-u,_ZN7leveldb20NewBloomFilterPolicyEi and -Wl,-u,leveldb_filterpolicy_create
+#             -> STATIC_NO_U_SERVED_BY says whose policy runs: "stock" (a C program:
+#             nothing pulls the drop-in's archive member in, libleveldb.a's bloom.o serves
+#             c.o's call) or "dropin" (a C++ program, whose own reference pulls it in, and
+#             whose link leaves LevelDB's C API out: the drop-in writes the strings it proves
+#             it may). This pins why dropin_static carries the first -u.
 #
 # The stock binary itself must not name any leveldb-bloom symbol (leveldb_bloom_... or the
 # drop-in's entry points). Paths are not checked: a sanitized build embeds source paths, and
@@ -82,8 +85,14 @@ set(expected_served yes)
 if(DECLINED)
   set(expected_served declined)
 endif()
-if(DEFINED STRING_LAYOUT AND NOT STRING_LAYOUT MATCHES "^(|cxx11|old)$")
-  message(FATAL_ERROR "run_dropin_proof.cmake: -DSTRING_LAYOUT=cxx11|old")
+if(NOT DEFINED BLOOM_WRITER)
+  set(BLOOM_WRITER "its own Bloom policy writes")
+endif()
+if(NOT DEFINED COMPACT_WRITER)
+  set(COMPACT_WRITER "its C API writes")
+endif()
+if(NOT DEFINED STATIC_WRITER)
+  set(STATIC_WRITER "its C API writes")
 endif()
 if(DEFINED STATIC_NO_U AND NOT "${STATIC_NO_U}" STREQUAL "")
   if(NOT STATIC_NO_U_SERVED_BY MATCHES "^(stock|dropin)$")
@@ -244,9 +253,8 @@ foreach(arrangement IN LISTS arrangements)
     continue()
   endif()
   file(READ "${stats_file}" stats_text)
-  foreach(f served format bits_per_key dropin_policies leveldbs_cxx11_string
-            leveldbs_old_string leveldbs_declined filters_built filters_built_by_stock
-            keys_added queries no_match)
+  foreach(f served format bits_per_key dropin_policies policies_served policies_declined
+            policies_refused filters_built keys_added queries no_match)
     unset(st_${f})
   endforeach()
   parse_lines(st "${stats_text}")
@@ -269,25 +277,35 @@ foreach(arrangement IN LISTS arrangements)
                         "'${st_served}':\n${stats_text}")
   endif()
   if(DECLINED)
-    if(NOT "${st_leveldbs_declined}" STREQUAL "1" OR NOT st_filters_built EQUAL 0
-       OR NOT st_filters_built_by_stock GREATER 0
+    if(NOT st_policies_declined EQUAL st_dropin_policies OR NOT st_filters_built EQUAL 0
+       OR NOT st_queries EQUAL 0
        OR NOT stats_text MATCHES "\ndeclined=the LevelDB in [^\n]+\n")
-      fail_check("one LevelDB declined, with its reason, its own policy writing every filter:\n${stats_text}")
+      fail_check("every policy declined, with its reason, its own policy writing and answering:\n${stats_text}")
     endif()
-  elseif(NOT "${st_leveldbs_declined}" STREQUAL "0"
-         OR NOT "${st_filters_built_by_stock}" STREQUAL "0")
-    fail_check("no LevelDB declined:\n${stats_text}")
-  endif()
-  if(STRING_LAYOUT STREQUAL "cxx11")
-    set(other_layout old)
   else()
-    set(other_layout cxx11)
+    if(NOT "${st_policies_declined}" STREQUAL "0" OR NOT "${st_policies_refused}" STREQUAL "0")
+      fail_check("no policy declined or refused:\n${stats_text}")
+    endif()
+    # Who wrote the filters of every LevelDB served.
+    if(arrangement STREQUAL "static_no_u")
+      # Neither -u: a C++ program's LevelDB without its C API.
+      set(writer "the drop-in writes")
+    elseif(arrangement STREQUAL "static")
+      set(writer "${STATIC_WRITER}")
+    elseif(format STREQUAL "compact")
+      set(writer "${COMPACT_WRITER}")
+    else()
+      set(writer "${BLOOM_WRITER}")
+    endif()
+    string(REGEX MATCHALL "\nleveldb=[^\n]+" served_lines "\n${stats_text}")
+    string(REGEX MATCHALL "\nleveldb=[^\n]+: served, ${writer}[^\n]*" written_so "\n${stats_text}")
+    list(LENGTH served_lines n_served)
+    list(LENGTH written_so n_written)
+    if(n_served EQUAL 0 OR NOT n_served EQUAL n_written)
+      fail_check("every LevelDB served with \"${writer}\":\n${stats_text}")
+    endif()
   endif()
-  if(STRING_LAYOUT AND (NOT "${st_leveldbs_${STRING_LAYOUT}_string}" GREATER 0
-                        OR NOT "${st_leveldbs_${other_layout}_string}" STREQUAL "0"))
-    fail_check("every LevelDB served with ${STRING_LAYOUT} strings:\n${stats_text}")
-  endif()
-  foreach(f dropin_policies filters_built keys_added queries no_match)
+  foreach(f dropin_policies policies_served filters_built keys_added queries no_match)
     if(NOT DEFINED st_${f} OR NOT "${st_${f}}" MATCHES "^[0-9]+$")
       message(FATAL_ERROR "${PROGRAM} [${arrangement}]: statistics file lacks ${f}:\n${stats_text}")
     endif()
@@ -311,15 +329,15 @@ foreach(arrangement IN LISTS arrangements)
     if(NOT st_keys_added EQUAL written_and_live)
       fail_check("keys_added (${st_keys_added}) == puts + deletes + live_keys (${written_and_live})")
     endif()
-  endif()
-  if(st_no_match GREATER out_absent_lookups)
-    fail_check("no_match (${st_no_match}) <= absent_lookups (${out_absent_lookups})")
-  endif()
-  if(no_match_x10 LESS absent_x9)
-    fail_check("no_match (${st_no_match}) >= 90% of absent_lookups (${out_absent_lookups})")
-  endif()
-  if(st_queries LESS answered)
-    fail_check("queries (${st_queries}) >= present_lookups + no_match (${answered})")
+    if(st_no_match GREATER out_absent_lookups)
+      fail_check("no_match (${st_no_match}) <= absent_lookups (${out_absent_lookups})")
+    endif()
+    if(no_match_x10 LESS absent_x9)
+      fail_check("no_match (${st_no_match}) >= 90% of absent_lookups (${out_absent_lookups})")
+    endif()
+    if(st_queries LESS answered)
+      fail_check("queries (${st_queries}) >= present_lookups + no_match (${answered})")
+    endif()
   endif()
 
   list(LENGTH compared_tables n_tables)

@@ -148,14 +148,15 @@ class Policy {
       owned_.reset(leveldb::NewBloomFilterPolicy(kBitsPerKey));
       policy_ = owned_.get();
       // The class is told by its vtable's home and its type info, which the drop-in's
-      // class, compiled without RTTI, does not have.
+      // class, compiled without RTTI, does not have; compact filters come in LevelDB's own
+      // C wrapper over the drop-in's callbacks (the format check below tells which).
       type = support::dynamic_type_name(policy_);
       const std::string vtable_home = object_of(*reinterpret_cast<void* const*>(policy_));
       if (mode == Mode::kStock && type != kLevelDBBloomType) {
         die("stock policy has dynamic type %s (vtable in %s)", type, vtable_home);
       }
-      if (is_dropin(mode) &&
-          (!type.empty() || !contains(vtable_home, "libleveldb_bloom_dropin"))) {
+      const bool dropin_object = type.empty() && contains(vtable_home, "libleveldb_bloom_dropin");
+      if (is_dropin(mode) && !dropin_object && type != kCApiPolicyType) {
         die("drop-in policy has dynamic type '%s' (vtable in %s)", type, vtable_home);
       }
       if (is_dropin(mode)) {

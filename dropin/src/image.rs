@@ -2,17 +2,19 @@
 //! linker mapped them: which one holds an address, what its dynamic symbol table defines and
 //! imports, and where its imports were bound.
 //!
-//! Nothing here waits on the dynamic linker. Which object holds an address is asked of
-//! glibc's `_dl_find_object`, which takes no lock (it exists for unwinders, which must work
-//! in any thread at any time, after `fork` too); everything else is read from the memory of
-//! the loaded object, within its own readable loadable segments, never from its file (the
-//! file at that path may have been replaced since it was loaded). `dlopen`, `dlsym`,
-//! `dladdr` and `dl_iterate_phdr` take the loader's locks, which another thread's `dlopen`
-//! holds while its initializers run and which a `fork` can leave held in the child: they are
-//! used only once, while the drop-in is loaded (`Loader::at_load`).
+//! Which object holds an address is asked of glibc's `_dl_find_object` (glibc 2.35 and
+//! later), which takes no lock: it exists for unwinders, which must work in any thread at
+//! any time, after `fork` too. Older glibc has only `dl_iterate_phdr`, whose lock is held
+//! while the loader adds or removes an object and while another thread iterates, never while
+//! an initializer runs; a `fork` that copies it held leaves the child's next iteration waiting
+//! forever, so the drop-in's own iterations keep out of every `fork` (a handler lets each
+//! finish first). Everything else is read from the memory of the loaded object, within its
+//! own readable loadable segments, never from its file (the file at that path may have been
+//! replaced since it was loaded).
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 
 /// glibc's `struct dl_find_object` (<bits/dl_find_object.h>): the members read here, then
 /// room for every member a glibc version adds after them.
@@ -56,6 +58,17 @@ impl Loader {
                 let f = libc::dlsym(libc::RTLD_DEFAULT, c"_dl_find_object".as_ptr());
                 (!f.is_null()).then(|| std::mem::transmute::<*mut c_void, FindObjectFn>(f))
             };
+            if find_object.is_none() {
+                // SAFETY: the three handlers are `extern "C" fn()`s that never unwind and
+                // only touch atomics (and yield the processor).
+                unsafe {
+                    libc::pthread_atfork(
+                        Some(before_fork),
+                        Some(after_fork),
+                        Some(after_fork_in_child),
+                    )
+                };
+            }
             Loader {
                 find_object,
                 own_is_program: own_is_program(),
@@ -68,32 +81,152 @@ impl Loader {
         LOADER.get()
     }
 
-    /// The link map and mapping of the object that holds `address`, if the C library can
-    /// tell without a lock.
-    fn find(&self, address: *const c_void) -> Option<(*const LinkMap, (usize, usize))> {
-        let find = self.find_object?;
-        // SAFETY: all-zero bytes are a valid `DlFindObject` (integers and null pointers).
-        let mut found: DlFindObject = unsafe { std::mem::zeroed() };
-        // SAFETY: `find` is glibc's `_dl_find_object`, given an address and a result struct
-        // at least as large as the C library's.
-        if unsafe { find(address, &mut found) } != 0 || found.link_map.is_null() {
-            return None;
-        }
-        Some((
-            found.link_map,
-            (found.map_start as usize, found.map_end as usize),
-        ))
-    }
-
-    /// The object whose mapping holds `address`, if the C library can tell without a lock.
+    /// The object whose mapping holds `address`, found without a lock that could be held
+    /// against the caller (module comment).
     pub(crate) fn holding(&self, address: *const c_void) -> Option<LoadedObject> {
-        let (link_map, (start, end)) = self.find(address)?;
-        // SAFETY: the link map of an object that is loaded: the caller's code (it called
-        // the drop-in) or an object its bindings point into, which stays loaded while the
-        // caller that depends on it does.
-        let map = unsafe { &*link_map };
-        LoadedObject::from_map(map, start, end)
+        match self.find_object {
+            Some(find) => found_by(find, address),
+            None => iterated_to(address),
+        }
     }
+}
+
+/// The object holding `address`, as `_dl_find_object` names it.
+fn found_by(find: FindObjectFn, address: *const c_void) -> Option<LoadedObject> {
+    // SAFETY: all-zero bytes are a valid `DlFindObject` (integers and null pointers).
+    let mut found: DlFindObject = unsafe { std::mem::zeroed() };
+    // SAFETY: `find` is glibc's `_dl_find_object`, given an address and a result struct at
+    // least as large as the C library's.
+    if unsafe { find(address, &mut found) } != 0 || found.link_map.is_null() {
+        return None;
+    }
+    // SAFETY: the link map of an object that is loaded: the caller's code (it called the
+    // drop-in) or an object its bindings point into, which stays loaded while the caller that
+    // depends on it does.
+    let map = unsafe { &*found.link_map };
+    let span = (found.map_start as usize, found.map_end as usize);
+    LoadedObject::new(map.l_name, map.l_addr, program_headers(span)?, span)
+}
+
+/// Threads iterating the loader's list for the drop-in, and whether a `fork` waits for them.
+static ITERATING: AtomicUsize = AtomicUsize::new(0);
+static FORKING: AtomicBool = AtomicBool::new(false);
+
+/// Before a `fork`: no new iteration starts, and those under way finish (a bounded wait: a
+/// `fork` from a signal handler that interrupted one cannot wait for it).
+extern "C" fn before_fork() {
+    FORKING.store(true, SeqCst);
+    for _ in 0..100_000 {
+        if ITERATING.load(SeqCst) == 0 {
+            return;
+        }
+        // SAFETY: no preconditions.
+        unsafe { libc::sched_yield() };
+    }
+}
+
+extern "C" fn after_fork() {
+    FORKING.store(false, SeqCst);
+}
+
+/// In the child only the forking thread exists, and it iterates nothing.
+extern "C" fn after_fork_in_child() {
+    ITERATING.store(0, SeqCst);
+    FORKING.store(false, SeqCst);
+}
+
+/// The object holding `address`, from `dl_iterate_phdr`, kept out of every `fork`.
+fn iterated_to(address: *const c_void) -> Option<LoadedObject> {
+    /// What the callback takes from the entry that holds the address.
+    struct Found {
+        address: usize,
+        name: *const c_char,
+        base: usize,
+        headers: *const ElfPhdr,
+        count: usize,
+    }
+    unsafe extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _: usize,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: `data` is the `Found` below; `info` the loader's entry, whose `dlpi_phdr`
+        // is an array of `dlpi_phnum` headers.
+        let (found, info) = unsafe { (&mut *data.cast::<Found>(), &*info) };
+        if info.dlpi_phdr.is_null() {
+            return 0;
+        }
+        // SAFETY: as above.
+        let headers = unsafe {
+            std::slice::from_raw_parts(
+                info.dlpi_phdr.cast::<ElfPhdr>(),
+                usize::from(info.dlpi_phnum),
+            )
+        };
+        let base = info.dlpi_addr as usize;
+        if !headers
+            .iter()
+            .any(|h| h.p_type == libc::PT_LOAD && in_segment(base, h, found.address))
+        {
+            return 0;
+        }
+        found.name = info.dlpi_name;
+        found.base = base;
+        found.headers = headers.as_ptr();
+        found.count = headers.len();
+        1
+    }
+    loop {
+        while FORKING.load(SeqCst) {
+            // SAFETY: no preconditions.
+            unsafe { libc::sched_yield() };
+        }
+        ITERATING.fetch_add(1, SeqCst);
+        if !FORKING.load(SeqCst) {
+            break;
+        }
+        ITERATING.fetch_sub(1, SeqCst);
+    }
+    let mut found = Found {
+        address: address as usize,
+        name: std::ptr::null(),
+        base: 0,
+        headers: std::ptr::null(),
+        count: 0,
+    };
+    // SAFETY: `visit` matches the callback type and only reads what the loader hands it;
+    // `found` outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&raw mut found).cast()) };
+    ITERATING.fetch_sub(1, SeqCst);
+    if found.headers.is_null() {
+        return None;
+    }
+    // SAFETY: the loader's program headers of a loaded object, mapped while it is.
+    let headers = unsafe { std::slice::from_raw_parts(found.headers, found.count) };
+    let span = span_of(found.base, headers)?;
+    LoadedObject::new(found.name, found.base, headers, span)
+}
+
+/// Whether `address` lies in the loadable segment `header` of the object at `base`.
+fn in_segment(base: usize, header: &ElfPhdr, address: usize) -> bool {
+    let start = base.wrapping_add(header.p_vaddr as usize);
+    start <= address && address < start.wrapping_add(header.p_memsz as usize)
+}
+
+/// The range the loadable segments of the object at `base` span, whole pages.
+fn span_of(base: usize, headers: &[ElfPhdr]) -> Option<(usize, usize)> {
+    let loads = headers.iter().filter(|h| h.p_type == libc::PT_LOAD);
+    let start = loads
+        .clone()
+        .map(|h| base.wrapping_add(h.p_vaddr as usize))
+        .min()?;
+    let end = loads
+        .map(|h| {
+            base.wrapping_add(h.p_vaddr as usize)
+                .wrapping_add(h.p_memsz as usize)
+        })
+        .max()?;
+    Some((start & !0xfff, end))
 }
 
 /// Whether the drop-in's code is the program's own (asked of the loader at load only): the
@@ -113,15 +246,15 @@ fn own_is_program() -> bool {
             let headers = if info.dlpi_phdr.is_null() {
                 &[]
             } else {
-                std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum))
+                std::slice::from_raw_parts(
+                    info.dlpi_phdr.cast::<ElfPhdr>(),
+                    usize::from(info.dlpi_phnum),
+                )
             };
             let base = info.dlpi_addr as usize;
-            let holds = headers.iter().any(|h| {
-                let start = base.wrapping_add(h.p_vaddr as usize);
-                h.p_type == libc::PT_LOAD
-                    && start <= *own
-                    && *own < start.wrapping_add(h.p_memsz as usize)
-            });
+            let holds = headers
+                .iter()
+                .any(|h| h.p_type == libc::PT_LOAD && in_segment(base, h, *own));
             *own = usize::from(holds);
             1
         }
@@ -144,102 +277,8 @@ pub(crate) struct LoadedObject {
     map: (usize, usize),
     /// Its readable loadable segments, `[start, end)`.
     readable: Vec<(usize, usize)>,
-    /// Where its dynamic section is mapped.
+    /// Where its dynamic section is mapped (0: it has none).
     dynamic: usize,
-}
-
-/// Where an address's object is, as the loader maps it now: its link map, load address,
-/// dynamic section and mapping. Read without a lock or an allocation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Probe {
-    link_map: usize,
-    base: usize,
-    dynamic: usize,
-    map: (usize, usize),
-}
-
-impl Probe {
-    /// The object holding `address`, if the C library can tell.
-    pub(crate) fn of(loader: &Loader, address: *const c_void) -> Option<Probe> {
-        let (link_map, map) = loader.find(address)?;
-        // SAFETY: as in `Loader::holding`.
-        let lm = unsafe { &*link_map };
-        Some(Probe {
-            link_map: link_map as usize,
-            base: lm.l_addr,
-            dynamic: lm.l_ld as usize,
-            map,
-        })
-    }
-}
-
-/// What tells one loaded object from another that the loader may later put in its place: a
-/// [`Probe`], and a copy of its program headers and dynamic section entries (segment sizes,
-/// string and symbol table sizes and places, relocation counts). A plugin unloaded and
-/// another build loaded from the same file name may get the same address, the same link map
-/// and a dynamic section at the same offset; two builds whose program headers and dynamic
-/// entries are equal as well are, for what a decision reads, the same object.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Identity {
-    probe: Probe,
-    /// The program headers' bytes, then the dynamic section's.
-    contents: Box<[u8]>,
-}
-
-impl Identity {
-    /// The identity of the object holding `address`.
-    pub(crate) fn of(loader: &Loader, address: *const c_void) -> Option<Identity> {
-        let probe = Probe::of(loader, address)?;
-        let (headers, dynamic) = probe_contents(&probe)?;
-        Some(Identity {
-            probe,
-            contents: [headers, dynamic].concat().into_boxed_slice(),
-        })
-    }
-
-    /// Whether `probe` is this object: the same place, and the same contents as now read.
-    pub(crate) fn is(&self, probe: &Probe) -> bool {
-        self.probe == *probe
-            && probe_contents(probe).is_some_and(|(headers, dynamic)| {
-                let (ours_headers, ours_dynamic) = self
-                    .contents
-                    .split_at(headers.len().min(self.contents.len()));
-                ours_headers == headers && ours_dynamic == dynamic
-            })
-    }
-}
-
-/// The program headers and the dynamic section (as `PT_DYNAMIC` sizes it) of the object at
-/// `probe`, as bytes of its memory; `None` if they cannot be read.
-fn probe_contents(probe: &Probe) -> Option<(&'static [u8], &'static [u8])> {
-    let headers = program_headers(probe.map)?;
-    let dynamic_size = headers
-        .iter()
-        .find(|h| h.p_type == libc::PT_DYNAMIC)
-        .map(|h| h.p_memsz as usize)?
-        .min(MAX_DYNAMIC_ENTRIES * size_of::<ElfDyn>());
-    let dynamic_end = probe.dynamic.checked_add(dynamic_size)?;
-    let readable = headers.iter().any(|h| {
-        let from = probe.base.wrapping_add(h.p_vaddr as usize);
-        h.p_type == libc::PT_LOAD
-            && h.p_flags & libc::PF_R != 0
-            && from <= probe.dynamic
-            && dynamic_end <= from.wrapping_add(h.p_memsz as usize)
-    });
-    if !readable {
-        return None;
-    }
-    // SAFETY: the headers' bytes (plain data, mapped while the object is loaded); the dynamic
-    // section lies in a readable loadable segment of the object (checked above).
-    unsafe {
-        Some((
-            std::slice::from_raw_parts(
-                headers.as_ptr().cast::<u8>(),
-                std::mem::size_of_val(headers),
-            ),
-            std::slice::from_raw_parts(probe.dynamic as *const u8, dynamic_size),
-        ))
-    }
 }
 
 /// A symbol of an object's dynamic symbol table.
@@ -357,36 +396,35 @@ fn program_headers(map: (usize, usize)) -> Option<&'static [ElfPhdr]> {
 }
 
 impl LoadedObject {
-    fn from_map(map: &LinkMap, start: usize, end: usize) -> Option<Self> {
-        let name = if map.l_name.is_null() {
+    /// The object the loader names `name`, loaded at `base`, with these program headers and
+    /// mapping.
+    fn new(
+        name: *const c_char,
+        base: usize,
+        headers: &[ElfPhdr],
+        map: (usize, usize),
+    ) -> Option<Self> {
+        let name = if name.is_null() {
             Vec::new()
         } else {
             // SAFETY: the loader's C string for a loaded object.
-            unsafe { CStr::from_ptr(map.l_name) }.to_bytes().to_vec()
+            unsafe { CStr::from_ptr(name) }.to_bytes().to_vec()
         };
-        let mut object = LoadedObject {
+        let at = |h: &ElfPhdr| base.wrapping_add(h.p_vaddr as usize);
+        Some(LoadedObject {
             name,
-            base: map.l_addr,
-            map: (start, end),
-            readable: Vec::new(),
-            dynamic: map.l_ld as usize,
-        };
-        object.readable = object.read_segments()?;
-        Some(object)
-    }
-
-    /// The readable loadable segments, from the program headers.
-    fn read_segments(&self) -> Option<Vec<(usize, usize)>> {
-        Some(
-            program_headers(self.map)?
+            base,
+            map,
+            readable: headers
                 .iter()
                 .filter(|h| h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_R != 0)
-                .map(|h| {
-                    let from = self.base.wrapping_add(h.p_vaddr as usize);
-                    (from, from.wrapping_add(h.p_memsz as usize))
-                })
+                .map(|h| (at(h), at(h).wrapping_add(h.p_memsz as usize)))
                 .collect(),
-        )
+            dynamic: headers
+                .iter()
+                .find(|h| h.p_type == libc::PT_DYNAMIC)
+                .map_or(0, at),
+        })
     }
 
     /// Whether this is the program itself.
@@ -408,6 +446,22 @@ impl LoadedObject {
     /// Whether `address` lies in the object's mapping.
     pub(crate) fn spans(&self, address: usize) -> bool {
         self.map.0 <= address && address < self.map.1
+    }
+
+    /// Whether `other` is this object (found again, at the same place).
+    pub(crate) fn is(&self, other: &LoadedObject) -> bool {
+        (self.base, self.map, self.dynamic) == (other.base, other.map, other.dynamic)
+    }
+
+    /// Where the object's own definition of the dynamic symbol `name` is, if it defines one
+    /// (within its own mapping: not an absolute symbol).
+    pub(crate) fn definition(&self, name: &[u8]) -> Option<usize> {
+        self.dynamic_symbols()
+            .ok()?
+            .iter()
+            .find(|s| !s.imported && s.name == name && s.address != self.base)
+            .map(|s| s.address)
+            .filter(|&address| self.spans(address))
     }
 
     /// Whether `[address, address + len)` lies in one of the object's readable segments.
@@ -442,6 +496,9 @@ impl LoadedObject {
 
     /// The dynamic section's entries.
     fn dynamic_entries(&self) -> Result<Vec<ElfDyn>, String> {
+        if self.dynamic == 0 {
+            return Err("it has no dynamic section".to_owned());
+        }
         let mut entries = Vec::new();
         for i in 0..MAX_DYNAMIC_ENTRIES {
             let entry: ElfDyn = self
@@ -599,16 +656,6 @@ mod tests {
         // libc is a shared object of its own.
         let libc_object = loader.holding(libc::malloc as *const c_void).expect("libc");
         assert!(!libc_object.is_program());
-        let libc_identity = Identity::of(loader, libc::malloc as *const c_void);
-        assert!(libc_identity.is_some());
-        assert_ne!(
-            libc_identity,
-            Identity::of(loader, loader as *const Loader as *const c_void)
-        );
-        assert_eq!(
-            Identity::of(loader, libc::free as *const c_void),
-            libc_identity
-        );
     }
 
     #[test]

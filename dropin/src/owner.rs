@@ -1,12 +1,7 @@
-//! Which LevelDB owns the string `CreateFilter` is asked to append to, and whether the drop-in
-//! may write it.
-//!
-//! LevelDB hands `CreateFilter` a `std::string*` of its own (its filter block builder's), so
-//! the drop-in's policy asks which object (a libleveldb, a module or program with LevelDB
-//! compiled in) holds the calling code, from the return address, however the policy reached
-//! that LevelDB (through wrappers, shims or tail calls). It writes that string only with code
-//! proven to be the string code that LevelDB's own strings use, from the object as it is
-//! loaded in memory (`image.rs`), without a lock or a call into the dynamic linker:
+//! Whether the drop-in may write a LevelDB's `std::string` itself: the one case where no code
+//! of that LevelDB's can (compact filters, or a program's only LevelDB, where the LevelDB has
+//! no C API, `leveldb.rs`). Proven from the object as it is loaded in memory (`image.rs`),
+//! without a lock or a call into the dynamic linker:
 //!
 //! 1. **The layout.** libstdc++ has two layouts of `std::string`: the C++11 one
 //!    (`std::__cxx11::basic_string`, the default since GCC 5) and the old copy-on-write one
@@ -26,18 +21,12 @@
 //!    the drop-in is part of the object (linked statically into the program), it is one link
 //!    and one copy.
 //!
-//! Proven, the drop-in grows that LevelDB's strings with its layout's code (string_ops.cc)
-//! and writes its filters. Otherwise stock LevelDB's code writes them (lib.rs chooses which:
-//! the object's own `NewBloomFilterPolicy`, else the definition the drop-in displaced), and
-//! the drop-in says so once on standard error and in the statistics; queries never touch a
-//! string and stay the drop-in's. Each decision belongs to one loaded object ([`Identity`]),
-//! is made at its first call, and is kept in a table read without a lock.
+//! Proven, the drop-in grows that LevelDB's strings with its layout's code (string_ops.cc).
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
-use crate::image::{Identity, LoadedObject, Loader, Probe, Symbol};
+use crate::image::{LoadedObject, Loader, Symbol};
 
 /// The two layouts of libstdc++'s `std::string` the drop-in writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,12 +78,6 @@ const STRING_MEMBERS: [(&[u8], Named); 6] = [
 ];
 
 include!(concat!(env!("OUT_DIR"), "/own_string_imports.rs"));
-
-/// `leveldb::NewBloomFilterPolicy(int)`, under its Itanium C++ ABI name.
-pub(crate) const NEW_BLOOM_FILTER_POLICY: &[u8] = b"_ZN7leveldb20NewBloomFilterPolicyEi";
-
-/// A LevelDB's own `NewBloomFilterPolicy`.
-pub(crate) type NewPolicyFn = unsafe extern "C-unwind" fn(c_int) -> *const c_void;
 
 /// The layout a LevelDB function's mangled name shows, if it is one and shows one.
 fn leveldb_signature(name: &[u8]) -> Option<Named> {
@@ -190,7 +173,7 @@ const STRING_DATA: [&[u8]; 5] = [
 /// address, and the one object that holds them all (`None` if they are split or unbound).
 struct OwnStrings {
     addresses: Vec<(&'static [u8], usize)>,
-    home: Option<Identity>,
+    home: Option<LoadedObject>,
 }
 
 static OWN_STRINGS: OnceLock<OwnStrings> = OnceLock::new();
@@ -212,9 +195,9 @@ pub(crate) fn bind_own_strings_at_load(loader: &Loader) {
         let mut homes = addresses
             .iter()
             .filter(|(name, _)| !STRING_DATA.contains(name))
-            .map(|&(_, address)| Identity::of(loader, address as *const c_void));
+            .map(|&(_, address)| loader.holding(address as *const c_void));
         let first = homes.next().flatten();
-        let home = first.filter(|first| homes.all(|h| h.as_ref() == Some(first)));
+        let home = first.filter(|first| homes.all(|h| h.is_some_and(|h| h.is(first))));
         OwnStrings { addresses, home }
     });
 }
@@ -256,7 +239,9 @@ fn same_string_code(
     {
         let same = match own.addresses.iter().find(|(name, _)| *name == binding.name) {
             Some(&(_, address)) => address == binding.target,
-            None => Identity::of(loader, binding.target as *const c_void).as_ref() == Some(home),
+            None => loader
+                .holding(binding.target as *const c_void)
+                .is_some_and(|object| object.is(home)),
         };
         if !same {
             return Err(format!(
@@ -297,201 +282,6 @@ pub(crate) fn provable_string_abi(
         same_string_code(loader, object, &symbols, abi)?;
     }
     Ok(abi)
-}
-
-/// `object`'s own `NewBloomFilterPolicy`: its own definition, not the drop-in's.
-fn own_policy_of(loader: &Loader, object: &LoadedObject) -> Option<NewPolicyFn> {
-    if loader.own_is_program && object.is_program() {
-        return None;
-    }
-    let symbols = object.dynamic_symbols().ok()?;
-    let definition = symbols
-        .iter()
-        .find(|s| !s.imported && s.name == NEW_BLOOM_FILTER_POLICY && s.address != 0)?;
-    if !object.spans(definition.address) {
-        return None;
-    }
-    // SAFETY: the object's own definition of `leveldb::NewBloomFilterPolicy(int)`, whose
-    // machine-level signature is an int in and a pointer out.
-    Some(unsafe { std::mem::transmute::<usize, NewPolicyFn>(definition.address) })
-}
-
-/// Who writes a LevelDB's filters.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Writer {
-    /// The drop-in, growing the string with this layout's code.
-    Dropin(StringAbi),
-    /// Stock LevelDB's code: the calling object's own `NewBloomFilterPolicy`'s policy, or,
-    /// if `None`, the policy of the definition the drop-in displaced (lib.rs).
-    Stock(Option<NewPolicyFn>),
-}
-
-/// What was decided for one loaded object.
-struct Decision {
-    identity: Identity,
-    writer: Writer,
-    /// Why the drop-in declined, said and counted once the decision is kept.
-    declined: Option<String>,
-}
-
-/// The decisions made so far, one per loaded object that called (a process has a few),
-/// published once each and never freed, so that a reader needs no lock.
-const TABLE_SLOTS: usize = 256;
-static DECISIONS: [AtomicPtr<Decision>; TABLE_SLOTS] =
-    [const { AtomicPtr::new(std::ptr::null_mut()) }; TABLE_SLOTS];
-
-/// Who writes the filters of the LevelDB whose code holds `caller`: decided at the first call
-/// from its object and kept for as long as that object stays loaded. Never unwinds; takes no
-/// lock.
-pub(crate) fn writer_for(caller: *const c_void) -> Writer {
-    let Some(loader) = Loader::get() else {
-        return unknown_caller("the drop-in was not initialized");
-    };
-    let Some(probe) = Probe::of(loader, caller) else {
-        return unknown_caller(
-            "the C library cannot tell without a lock which object called (no _dl_find_object)",
-        );
-    };
-    if let Some(writer) = find(&probe) {
-        return writer;
-    }
-    let decision = std::panic::catch_unwind(|| {
-        let identity = Identity::of(loader, caller)?;
-        Some(decide(loader, caller, identity))
-    });
-    match decision {
-        Ok(Some(decision)) => publish(decision),
-        Ok(None) => unknown_caller("its object's headers cannot be read"),
-        Err(_) => Writer::Stock(None),
-    }
-}
-
-/// The decision kept for the object at `probe`, if any.
-fn find(probe: &Probe) -> Option<Writer> {
-    for slot in &DECISIONS {
-        let decision = slot.load(Ordering::Acquire);
-        if decision.is_null() {
-            return None;
-        }
-        // SAFETY: published decisions are never freed or changed.
-        let decision = unsafe { &*decision };
-        if decision.identity.is(probe) {
-            return Some(decision.writer);
-        }
-    }
-    None
-}
-
-/// Keeps `decision` in the first free slot, counting and saying what it decided, unless
-/// another thread kept one for the same object first (then that one's writer).
-fn publish(decision: Decision) -> Writer {
-    let writer = decision.writer;
-    let decision = Box::into_raw(Box::new(decision));
-    for slot in &DECISIONS {
-        match slot.compare_exchange(
-            std::ptr::null_mut(),
-            decision,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            Ok(_) => {
-                // SAFETY: just published, never freed.
-                let decision = unsafe { &*decision };
-                if let Writer::Dropin(abi) = decision.writer {
-                    crate::stats::count_served(abi == StringAbi::Cxx11);
-                }
-                if let Some(why) = &decision.declined {
-                    crate::stats::count_declined(why);
-                }
-                return writer;
-            }
-            Err(other) => {
-                // SAFETY: published decisions are never freed or changed.
-                let other = unsafe { &*other };
-                // SAFETY: `decision` came from Box::into_raw above and was not published.
-                let mine = unsafe { &*decision };
-                if other.identity == mine.identity {
-                    let kept = other.writer;
-                    // SAFETY: as above; freed once, here.
-                    drop(unsafe { Box::from_raw(decision) });
-                    return kept;
-                }
-            }
-        }
-    }
-    // A full table (hundreds of objects loaded in turn): decide again at the next call.
-    // SAFETY: as above; not published.
-    drop(unsafe { Box::from_raw(decision) });
-    writer
-}
-
-/// The decision for the object holding `caller`, saying why where it declines.
-fn decide(loader: &Loader, caller: *const c_void, identity: Identity) -> Decision {
-    let Some(object) = loader.holding(caller) else {
-        return Decision {
-            identity,
-            writer: Writer::Stock(None),
-            declined: Some(
-                "the LevelDB at an address no loaded object maps; stock LevelDB's policy \
-                 writes its filters"
-                    .to_owned(),
-            ),
-        };
-    };
-    match provable_string_abi(loader, &object) {
-        Ok(abi) => Decision {
-            identity,
-            writer: Writer::Dropin(abi),
-            declined: None,
-        },
-        Err(why) => {
-            let own = own_policy_of(loader, &object);
-            let outcome = if own.is_some() {
-                "its own Bloom policy writes its filters"
-            } else {
-                "the Bloom policy the drop-in displaced writes its filters"
-            };
-            Decision {
-                identity,
-                writer: Writer::Stock(own),
-                declined: Some(format!(
-                    "the LevelDB in {} ({why}); {outcome}",
-                    object.describe()
-                )),
-            }
-        }
-    }
-}
-
-/// A caller the drop-in cannot place: stock's code writes its filters; said once.
-#[cold]
-fn unknown_caller(why: &str) -> Writer {
-    static SAID: AtomicBool = AtomicBool::new(false);
-    if !SAID.swap(true, Ordering::Relaxed) {
-        crate::stats::count_declined(&format!(
-            "every LevelDB ({why}); the Bloom policy the drop-in displaced writes its filters"
-        ));
-    }
-    Writer::Stock(None)
-}
-
-/// For a policy asked for by code at `caller` where no definition of `NewBloomFilterPolicy`
-/// but the drop-in's is in lookup order: that code's object's own definition, if it has one,
-/// and the string layout proven for that object, if it can be; or why neither.
-#[allow(clippy::type_complexity)]
-pub(crate) fn asker_stock_or_proof(
-    caller: *const c_void,
-) -> Result<(Option<NewPolicyFn>, Option<StringAbi>), String> {
-    let loader = Loader::get().ok_or("the drop-in was not initialized")?;
-    let object = loader.holding(caller).ok_or(
-        "the code that asked for a policy is in no object the C library can name without a lock",
-    )?;
-    let own = own_policy_of(loader, &object);
-    match provable_string_abi(loader, &object) {
-        Ok(abi) => Ok((own, Some(abi))),
-        Err(_) if own.is_some() => Ok((own, None)),
-        Err(why) => Err(format!("the LevelDB in {} ({why})", object.describe())),
-    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 // The drop-in's policy object: a leveldb::FilterPolicy as LevelDB 1.20 to 1.23 call it,
-// whose work is policy.rs's. C++ holds only what must be C++: the vtable LevelDB calls
-// through, and the calls into a stock LevelDB policy's vtable. (`NewBloomFilterPolicy`
-// itself, which names the code that asked by its return address, is lib.rs's.)
+// whose work is policy.rs's; the calls into a stock LevelDB policy's vtable; and the
+// reference to LevelDB's C API that a static link resolves. C++ holds only what must be C++.
+// (`NewBloomFilterPolicy` itself, which names the code that asked by its return address, is
+// lib.rs's.)
 //
 // LevelDB's header is not included: deriving from leveldb::FilterPolicy would make the
 // drop-in depend on a libleveldb for the base class's destructor, and preloading it would
@@ -12,7 +13,6 @@
 // The C++ suites call the object through LevelDB's own declarations.
 #include <cstddef>
 #include <cstdint>
-#include <new>
 
 #include "leveldb_bloom.h"
 
@@ -51,53 +51,40 @@ static_assert(sizeof(Slice) == sizeof(leveldb_bloom_slice) &&
 // policy.rs's side of a policy (opaque here), and the functions through which the object
 // calls it (handed over with each policy, so that the library exports none of them).
 struct LeveldbBloomDropinPolicy;
-using QueryFn = bool (*)(const LeveldbBloomDropinPolicy* policy, const char* key, size_t key_len,
-                         const char* filter, size_t filter_len);
-using CreateFilterFn = void (*)(const LeveldbBloomDropinPolicy* policy, const void* caller,
-                                const Slice* keys, int n, void* dst);
+using CreateFilterFn = void (*)(const LeveldbBloomDropinPolicy* policy, const Slice* keys, int n,
+                                void* dst);
 using FreeFn = void (*)(LeveldbBloomDropinPolicy* policy);
 
 namespace {
 
-// An address inside the calling instruction (the return address may be the first byte
-// after the caller's function).
-#define LEVELDB_BLOOM_CALLER \
-  (static_cast<const char*>(__builtin_extract_return_addr(__builtin_return_address(0))) - 1)
-
-class DropInBloomPolicy final {
+class DropInPolicy final {
  public:
-  DropInBloomPolicy(LeveldbBloomDropinPolicy* policy, const char* name, QueryFn query,
-                    CreateFilterFn create_filter, FreeFn free)
-      : policy_(policy),
-        name_(name),
-        query_(query),
-        create_filter_(create_filter),
-        free_(free) {}
-  DropInBloomPolicy(const DropInBloomPolicy&) = delete;
-  DropInBloomPolicy& operator=(const DropInBloomPolicy&) = delete;
+  DropInPolicy(LeveldbBloomDropinPolicy* policy, const leveldb_bloom_policy* answers,
+               CreateFilterFn create_filter, FreeFn free)
+      : policy_(policy), answers_(answers), create_filter_(create_filter), free_(free) {}
+  DropInPolicy(const DropInPolicy&) = delete;
+  DropInPolicy& operator=(const DropInPolicy&) = delete;
 
   // leveldb::FilterPolicy's virtual functions, in its order.
-  virtual ~DropInBloomPolicy() { free_(policy_); }
+  virtual ~DropInPolicy() { free_(policy_); }
 
-  virtual const char* Name() const { return name_; }
+  virtual const char* Name() const { return leveldb_bloom_policy_name(answers_); }
 
-  // `dst` is the calling LevelDB's std::string. Not inlined: the return address must be
-  // LevelDB's.
-  __attribute__((noinline)) virtual void CreateFilter(const Slice* keys, int n,
-                                                      void* dst) const {
-    create_filter_(policy_, LEVELDB_BLOOM_CALLER, keys, n, dst);
+  // `dst` is the calling LevelDB's std::string.
+  virtual void CreateFilter(const Slice* keys, int n, void* dst) const {
+    create_filter_(policy_, keys, n, dst);
   }
 
-  // A jump to the query chosen for the policy (policy.rs), LevelDB's pointers and lengths
-  // passed on as they are.
+  // The C API's query, LevelDB's pointers and lengths passed on as they are.
   virtual bool KeyMayMatch(const Slice& key, const Slice& filter) const {
-    return query_(policy_, key.data, key.size, filter.data, filter.size);
+    return leveldb_bloom_key_may_match(answers_, key.data, key.size,
+                                       reinterpret_cast<const uint8_t*>(filter.data),
+                                       filter.size);
   }
 
  private:
   LeveldbBloomDropinPolicy* const policy_;
-  const char* const name_;
-  const QueryFn query_;
+  const leveldb_bloom_policy* const answers_;
   const CreateFilterFn create_filter_;
   const FreeFn free_;
 };
@@ -105,35 +92,60 @@ class DropInBloomPolicy final {
 }  // namespace
 
 // A new policy object, as LevelDB's `const leveldb::FilterPolicy*`, released by LevelDB with
-// `delete` (policy.rs). A failed `new` throws std::bad_alloc, as LevelDB's own would; the
-// caller then still owns `policy`.
+// `delete` (policy.rs): it answers with `answers` and writes through `create_filter`. A failed
+// `new` throws std::bad_alloc, as LevelDB's own would; the caller then still owns `policy`.
 extern "C" const void* leveldb_bloom_dropin_object_new(LeveldbBloomDropinPolicy* policy,
-                                                       const char* name, QueryFn query,
+                                                       const leveldb_bloom_policy* answers,
                                                        CreateFilterFn create_filter,
                                                        FreeFn free) {
-  return new DropInBloomPolicy(policy, name, query, create_filter, free);
+  return new DropInPolicy(policy, answers, create_filter, free);
 }
 
-// A stock policy's filter, written with that LevelDB's own string code (policy.rs).
+// A stock policy's Name, CreateFilter (with that LevelDB's own string code), KeyMayMatch, and
+// its deletion (speaks.rs, policy.rs).
+extern "C" const char* leveldb_bloom_dropin_stock_name(const void* stock) {
+  return static_cast<const LevelDbPolicy*>(stock)->Name();
+}
+
 extern "C" void leveldb_bloom_dropin_stock_create_filter(const void* stock, const Slice* keys,
                                                          int n, void* dst) {
   static_cast<const LevelDbPolicy*>(stock)->CreateFilter(keys, n, dst);
+}
+
+extern "C" bool leveldb_bloom_dropin_stock_key_may_match(const void* stock, const char* key,
+                                                         size_t key_len, const char* filter,
+                                                         size_t filter_len) {
+  const Slice k{key, key_len}, f{filter, filter_len};
+  return static_cast<const LevelDbPolicy*>(stock)->KeyMayMatch(k, f);
 }
 
 extern "C" void leveldb_bloom_dropin_stock_delete(const void* stock) {
   delete static_cast<const LevelDbPolicy*>(stock);
 }
 
-extern "C" void leveldb_bloom_dropin_stock_create_filter_with(const void* (*make)(int), int bits,
-                                                              const Slice* keys, int n,
-                                                              void* dst) {
-  const auto* stock = static_cast<const LevelDbPolicy*>(make(bits));
-  if (stock == nullptr) throw std::bad_alloc();
-  try {
-    stock->CreateFilter(keys, n, dst);
-  } catch (...) {
-    delete stock;
-    throw;
-  }
-  delete stock;
+// LevelDB's C API (include/leveldb/c.h), as the program was linked: where the drop-in is part
+// of the program (the static route), the program's `leveldb_filterpolicy_create`, if the link
+// brought LevelDB's db/c.cc in (a C program does; a C++ one by `-u leveldb_filterpolicy_create`).
+// Weak, so that a link without it still links, and so that the shared drop-in, which never
+// uses this in a process it was preloaded into, loads everywhere. Windows programs are linked
+// with LevelDB's library, which always holds it: there the reference is strong, and a program
+// whose LevelDB lacks it does not link.
+extern "C" {
+struct leveldb_filterpolicy_t;
+#ifdef _WIN32
+#define LEVELDB_BLOOM_LINKED
+#else
+#define LEVELDB_BLOOM_LINKED __attribute__((weak))
+#endif
+LEVELDB_BLOOM_LINKED leveldb_filterpolicy_t* leveldb_filterpolicy_create(
+    void* state, void (*destructor)(void*),
+    char* (*create_filter)(void*, const char* const* key_array, const size_t* key_length_array,
+                           int num_keys, size_t* filter_length),
+    unsigned char (*key_may_match)(void*, const char* key, size_t length, const char* filter,
+                                   size_t filter_length),
+    const char* (*name)(void*));
+}
+
+extern "C" void* leveldb_bloom_dropin_linked_c_api() {
+  return reinterpret_cast<void*>(&leveldb_filterpolicy_create);
 }

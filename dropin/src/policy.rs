@@ -1,34 +1,48 @@
-//! The Rust side of the drop-in's policy object (policy.cc holds the C++ side: the vtable):
-//! the format's policy, its counters, the stock policy that writes the filters of a LevelDB
-//! the drop-in cannot prove, and the functions the object's `CreateFilter` and `KeyMayMatch`
-//! call.
+//! The policy a LevelDB gets, built on the C API's policy (`leveldb_bloom_policy`, which
+//! answers every query and builds every filter the drop-in builds), written into LevelDB's
+//! strings by LevelDB's own code wherever it has some:
 //!
-//! `KeyMayMatch` reaches the query in as few steps as LevelDB's own: the object calls the
-//! query function chosen when the policy was made (its format, whether it counts, the
-//! processor's instructions) with LevelDB's pointers and lengths, and the Bloom query runs
-//! inline in it, with no argument checks beyond NULL and no panic guard (its code indexes
-//! only within the filter). Compact and counted queries keep the guard.
+//! - **Bloom filters**, where the LevelDB has a Bloom policy of its own: the drop-in's object
+//!   (policy.cc) answers the queries, and that LevelDB's Bloom policy writes the filters: by
+//!   the format, the bytes the drop-in would have written.
+//! - **Compact filters, or where the drop-in displaced the LevelDB's only Bloom policy** (the
+//!   static route): the LevelDB's own C wrapper, `leveldb_filterpolicy_create`, over the C
+//!   API's callbacks; the wrapper appends what the callback builds, with its own string code.
+//! - **Neither** (a LevelDB without `db/c.cc`): the drop-in's object writes the string itself,
+//!   where `owner.rs` proves how; else Bloom filters by that LevelDB's own policy, and where it
+//!   has none, no policy (NULL, said and counted).
+//!
+//! A LevelDB whose Bloom policy does not speak the format (`speaks.rs`) gets that policy,
+//! unchanged.
 
-use std::ffi::{CStr, c_char, c_int, c_void};
-use std::slice;
+use std::ffi::{c_int, c_void};
+use std::ptr::NonNull;
 
-use leveldb_bloom::{AnyPolicy, Counted, FilterPolicy};
+use leveldb_bloom::AnyPolicy;
+use leveldb_bloom_capi as capi;
+use leveldb_bloom_capi::leveldb_bloom_policy;
 
-use crate::owner::{self, NewPolicyFn, StringAbi, Writer};
-use crate::stats;
+use crate::leveldb::{CreateFn, LevelDb};
+#[cfg(unix)]
+use crate::owner::{self, StringAbi};
+use crate::{speaks, stats};
 
 /// `leveldb::Slice` (include/leveldb/slice.h): its two members, in order (policy.cc checks
 /// that it is `leveldb_bloom_slice`).
-pub(crate) type Slice = leveldb_bloom_capi::leveldb_bloom_slice;
+pub(crate) type Slice = capi::leveldb_bloom_slice;
+
+/// The object's `CreateFilter`: the policy, LevelDB's keys and their count, LevelDB's string.
+type CreateFilterFn = unsafe extern "C-unwind" fn(*const Policy, *const Slice, c_int, *mut c_void);
+/// The object's destructor's part.
+type FreeFn = unsafe extern "C" fn(*mut Policy);
 
 unsafe extern "C-unwind" {
     // policy.cc: a new policy object (a `const leveldb::FilterPolicy*`) that owns `policy`,
-    // is named `name`, and calls `query`, `create_filter` and `free` with `policy`; throws
+    // answers with `answers` and calls `create_filter` and `free` with `policy`; throws
     // std::bad_alloc if memory runs out (the caller then still owns `policy`).
     fn leveldb_bloom_dropin_object_new(
         policy: *mut c_void,
-        name: *const c_char,
-        query: QueryFn,
+        answers: *const c_void,
         create_filter: CreateFilterFn,
         free: FreeFn,
     ) -> *const c_void;
@@ -41,15 +55,10 @@ unsafe extern "C-unwind" {
         dst: *mut c_void,
     );
     fn leveldb_bloom_dropin_stock_delete(stock: *const c_void);
-    // policy.cc: makes a stock policy with `new` and `bits`, has it append its filter of
-    // `keys` to `dst`, and deletes it.
-    fn leveldb_bloom_dropin_stock_create_filter_with(
-        new: NewPolicyFn,
-        bits: c_int,
-        keys: *const Slice,
-        n: c_int,
-        dst: *mut c_void,
-    );
+}
+
+#[cfg(unix)]
+unsafe extern "C-unwind" {
     // string_ops.cc, one per layout: the string's size, and its resize (throws as
     // std::string's does), returning its characters.
     fn leveldb_bloom_dropin_string_size_cxx11(s: *const c_void) -> usize;
@@ -58,101 +67,267 @@ unsafe extern "C-unwind" {
     fn leveldb_bloom_dropin_string_resize_old(s: *mut c_void, n: usize) -> *mut u8;
 }
 
-/// The policy's name, LevelDB's (`leveldb_bloom::NAME`), as a C string.
-const NAME: &CStr = c"leveldb.BuiltinBloomFilter2";
-const _: () = {
-    let (ours, library) = (NAME.to_bytes(), leveldb_bloom::NAME.as_bytes());
-    assert!(ours.len() == library.len());
-    let mut i = 0;
-    while i < ours.len() {
-        assert!(ours[i] == library[i], "NAME must be leveldb_bloom::NAME");
-        i += 1;
+/// What one policy object of the drop-in's holds.
+struct Policy {
+    /// The C API's policy, which answers (and counts, when a statistics file is asked for).
+    answers: Answers,
+    writer: Writer,
+}
+
+/// Who writes the filters of the drop-in's object.
+enum Writer {
+    /// The LevelDB's own Bloom policy (owned).
+    Stock(Stock),
+    /// The drop-in, in the string layout proven for that LevelDB.
+    #[cfg(unix)]
+    Own(StringAbi),
+}
+
+/// A C API policy, owned: made for a format, counting its work where a statistics file is
+/// asked for.
+struct Answers(NonNull<leveldb_bloom_policy>);
+
+impl Answers {
+    /// The C API's policy for `format`; `None` if memory runs out.
+    fn new(format: AnyPolicy) -> Option<Answers> {
+        let plain = match format {
+            AnyPolicy::Bloom(bloom) => capi::leveldb_bloom_policy_create(bloom.bits_per_key()),
+            AnyPolicy::Compact(compact) => {
+                capi::leveldb_bloom_policy_create_compact(compact.bits_per_key())
+            }
+        };
+        let plain = Answers(NonNull::new(plain)?);
+        if !stats::file_wanted() {
+            return Some(plain);
+        }
+        // SAFETY: a live policy; the counting one is new and owned.
+        NonNull::new(unsafe { capi::leveldb_bloom_policy_counted(plain.0.as_ptr()) }).map(Answers)
     }
-};
 
-/// The object's `KeyMayMatch` (policy.cc): the policy, the key's bytes and length, the
-/// filter's.
-type QueryFn = unsafe extern "C" fn(*const Policy, *const u8, usize, *const u8, usize) -> bool;
-/// The object's `CreateFilter`: the policy, the calling code's address, LevelDB's keys and
-/// their count, LevelDB's string.
-type CreateFilterFn =
-    unsafe extern "C-unwind" fn(*const Policy, *const c_void, *const Slice, c_int, *mut c_void);
-/// The object's destructor's part.
-type FreeFn = unsafe extern "C" fn(*mut Policy);
+    fn as_ptr(&self) -> *mut leveldb_bloom_policy {
+        self.0.as_ptr()
+    }
 
-/// What one policy object holds on the Rust side.
-pub(crate) struct Policy {
-    /// The policy of the format chosen (`format.rs`), which builds and answers.
-    format: AnyPolicy,
-    /// The same policy counting its work (the library's `Counted`), when a statistics file
-    /// is asked for.
-    counted: Option<Counted<AnyPolicy>>,
-    /// Who writes the filters of a LevelDB the drop-in cannot prove and that has no policy of
-    /// its own.
-    fallback: Fallback,
-    /// The bits per key stock policies are made with.
-    stock_bits: c_int,
+    /// Hands the policy over to an owner that destroys it (LevelDB's C wrapper).
+    fn into_raw(self) -> *mut leveldb_bloom_policy {
+        let raw = self.0.as_ptr();
+        std::mem::forget(self);
+        raw
+    }
 }
 
-/// Who writes a filter when neither the drop-in nor the calling LevelDB's own policy may.
-enum Fallback {
-    /// A stock LevelDB policy (a `leveldb::FilterPolicy*` of the definition the drop-in
-    /// displaced, or of the asking code's own), owned.
-    Stock(*const c_void),
-    /// No stock policy exists: the layout proven for the code that asked for the policy, the
-    /// one LevelDB that can be calling.
-    Proven(StringAbi),
-}
-
-impl Drop for Policy {
+impl Drop for Answers {
     fn drop(&mut self) {
-        if let Fallback::Stock(stock) = self.fallback {
-            // SAFETY: made by a stock `NewBloomFilterPolicy`, deleted once.
-            unsafe { leveldb_bloom_dropin_stock_delete(stock) };
+        // SAFETY: owned, destroyed once.
+        unsafe { capi::leveldb_bloom_policy_destroy(self.0.as_ptr()) };
+    }
+}
+
+/// A stock `leveldb::FilterPolicy*`, owned.
+struct Stock(NonNull<c_void>);
+
+impl Stock {
+    /// The policy `new_policy` (a LevelDB's `NewBloomFilterPolicy`) makes for `bits`; `None`
+    /// if it makes none. Its `std::bad_alloc` passes through.
+    fn made_by(new_policy: crate::leveldb::NewPolicyFn, bits: c_int) -> Option<Stock> {
+        // SAFETY: a definition of `leveldb::NewBloomFilterPolicy(int)`.
+        NonNull::new(unsafe { new_policy(bits) }.cast_mut()).map(Stock)
+    }
+
+    /// Hands the policy over (to the program, unchanged).
+    fn into_raw(self) -> *const c_void {
+        let raw = self.0.as_ptr();
+        std::mem::forget(self);
+        raw
+    }
+}
+
+impl Drop for Stock {
+    fn drop(&mut self) {
+        // SAFETY: made by a stock `NewBloomFilterPolicy`, deleted once.
+        unsafe { leveldb_bloom_dropin_stock_delete(self.0.as_ptr()) };
+    }
+}
+
+/// The policy for `leveldb` of `format` (`stock_bits` for that LevelDB's own Bloom policy),
+/// as the module's comment decides; `Err` with why none could be found. A `std::bad_alloc`
+/// from C++ passes through.
+pub(crate) fn for_leveldb(
+    format: AnyPolicy,
+    stock_bits: c_int,
+    leveldb: Result<LevelDb, String>,
+) -> *const c_void {
+    let leveldb = match leveldb {
+        Ok(leveldb) => leveldb,
+        Err(why) => return refused(&why),
+    };
+    let compact = matches!(format, AnyPolicy::Compact(_));
+    let stock = leveldb
+        .new_policy
+        .and_then(|new_policy| Stock::made_by(new_policy, stock_bits));
+    if let Some(stock) = stock {
+        #[cfg(unix)]
+        if crate::leveldb::in_a_drop_in(speaks::name_of(stock.0.as_ptr()).cast()) {
+            // Another copy of the drop-in's policy, which serves: its story, not this copy's.
+            return stock.into_raw();
+        }
+        if let Err(why) = speaks::judge(stock.0.as_ptr(), compact) {
+            stats::declined(&format!("{} ({why})", leveldb.describe()));
+            return stock.into_raw();
+        }
+        if !compact {
+            return served(
+                &leveldb,
+                format,
+                Writer::Stock(stock),
+                "its own Bloom policy writes",
+            )
+            .unwrap_or_else(Stock::into_raw);
+        }
+        if leveldb.c_api.is_none() {
+            return own_or_bloom(&leveldb, format, stock, stock_bits);
+        }
+    }
+    if let Some(create) = leveldb.c_api {
+        let Some(answers) = Answers::new(format) else {
+            return refused("memory ran out");
+        };
+        stats::served(&leveldb.describe(), "its C API writes");
+        return c_wrapper(create, answers);
+    }
+    match own_writer(&leveldb) {
+        Ok((writer, how)) => {
+            served(&leveldb, format, writer, how).unwrap_or_else(|_| refused("memory ran out"))
+        }
+        Err(why) => refused(&format!(
+            "{} has no C API and no Bloom policy of its own, and {why}",
+            leveldb.describe()
+        )),
+    }
+}
+
+/// The drop-in's object for `leveldb`, answering as `format` and written by `writer` (said
+/// with `how`); the stock policy back if memory runs out.
+fn served(
+    leveldb: &LevelDb,
+    format: AnyPolicy,
+    writer: Writer,
+    how: &str,
+) -> Result<*const c_void, Stock> {
+    let Some(answers) = Answers::new(format) else {
+        return match writer {
+            Writer::Stock(stock) => Err(stock),
+            #[cfg(unix)]
+            Writer::Own(_) => Ok(std::ptr::null()),
+        };
+    };
+    stats::served(&leveldb.describe(), how);
+    Ok(object(answers, writer))
+}
+
+/// Compact filters for a LevelDB with no C API: the drop-in writes them where it may
+/// (`owner.rs`); else that LevelDB's own Bloom policy writes Bloom filters.
+fn own_or_bloom(
+    leveldb: &LevelDb,
+    format: AnyPolicy,
+    stock: Stock,
+    stock_bits: c_int,
+) -> *const c_void {
+    match own_writer(leveldb) {
+        Ok((writer, how)) => {
+            drop(stock);
+            served(leveldb, format, writer, how).unwrap_or_else(|_| refused("memory ran out"))
+        }
+        Err(why) => {
+            let bloom =
+                leveldb_bloom::BloomPolicy::new(stock_bits.max(0)).map_or(format, AnyPolicy::Bloom);
+            let how =
+                format!("it has no C API and {why}: its own Bloom policy writes Bloom filters");
+            served(leveldb, bloom, Writer::Stock(stock), &how).unwrap_or_else(Stock::into_raw)
         }
     }
 }
 
-/// A new policy object for `format` (`stock_bits` for stock policies) whose fallback is the
-/// stock policy `stock_new` makes or, without one, the layout proven for the asking code;
-/// NULL where neither is had (no filter policy, said and counted). A `std::bad_alloc` from
-/// C++ passes through.
-pub(crate) fn new_object(
-    format: AnyPolicy,
-    stock_bits: c_int,
-    stock_new: Option<NewPolicyFn>,
-    proven: Option<StringAbi>,
-) -> *const c_void {
-    // SAFETY: a definition of `leveldb::NewBloomFilterPolicy(int)`; its `std::bad_alloc`
-    // passes through.
-    let stock = stock_new.map_or(std::ptr::null(), |new| unsafe { new(stock_bits) });
-    let fallback = match (stock.is_null(), proven) {
-        (false, _) => Fallback::Stock(stock),
-        (true, Some(abi)) => Fallback::Proven(abi),
-        (true, None) => {
-            stats::count_refused(
-                "the policy of the NewBloomFilterPolicy the drop-in displaced is NULL and the \
-                 asking code is not proven; no filter policy",
-            );
-            return std::ptr::null();
+/// The drop-in as the writer of `leveldb`'s strings, where `owner.rs` proves it may, and how
+/// that is said; or why not.
+fn own_writer(leveldb: &LevelDb) -> Result<(Writer, &'static str), String> {
+    #[cfg(unix)]
+    {
+        let loader = crate::image::Loader::get().ok_or("the drop-in was not initialized")?;
+        let object = leveldb.object.as_ref().ok_or("its object cannot be read")?;
+        let abi = std::panic::catch_unwind(|| owner::provable_string_abi(loader, object))
+            .unwrap_or_else(|_| Err("its symbols cannot be read".to_owned()))
+            .map_err(|why| format!("its strings are not proven the drop-in's to write ({why})"))?;
+        Ok(match abi {
+            StringAbi::Cxx11 => (Writer::Own(abi), "the drop-in writes its C++11 strings"),
+            StringAbi::Old => (Writer::Own(abi), "the drop-in writes its old strings"),
+        })
+    }
+    #[cfg(windows)]
+    {
+        let _ = leveldb;
+        Err("the drop-in writes no strings on Windows".to_owned())
+    }
+}
+
+/// No policy: NULL, which LevelDB takes as "no filter policy" (no filters written, every
+/// table read), said and counted.
+#[cold]
+fn refused(why: &str) -> *const c_void {
+    stats::refused(&format!("{why}; no filter policy"));
+    std::ptr::null()
+}
+
+/// LevelDB's own C wrapper over the C API's callbacks and `answers` (which it then owns).
+fn c_wrapper(create: CreateFn, answers: Answers) -> *const c_void {
+    stats::policy_made();
+    let state = answers.into_raw().cast::<c_void>();
+    /// Destroys the state if LevelDB's `new` throws.
+    struct FreeOnUnwind(*mut c_void);
+    impl Drop for FreeOnUnwind {
+        fn drop(&mut self) {
+            // SAFETY: the state made above, not owned by a wrapper.
+            unsafe { destroy_state(self.0) };
         }
+    }
+    let guard = FreeOnUnwind(state);
+    // SAFETY: LevelDB's `leveldb_filterpolicy_create`, given a live state and callbacks of
+    // the types c.h states; the wrapper owns the state from here (its destructor calls
+    // `destroy_state`).
+    let wrapper = unsafe {
+        create(
+            state,
+            destroy_state,
+            capi::leveldb_bloom_cb_create_filter,
+            capi::leveldb_bloom_cb_key_may_match,
+            capi::leveldb_bloom_cb_name,
+        )
     };
-    let counted = stats::file_wanted().then(|| Counted::new(format));
-    let query = query_for(&format, counted.is_some());
-    let policy = Box::new(Policy {
-        format,
-        counted,
-        fallback,
-        stock_bits,
-    });
-    stats::count_policy();
-    let raw = Box::into_raw(policy);
+    std::mem::forget(guard);
+    wrapper
+}
+
+/// The wrapper's destructor callback: the C API's policy destroyed, the policy gone.
+///
+/// # Safety
+/// `state` is a policy `c_wrapper` handed to a wrapper, not used again.
+unsafe extern "C" fn destroy_state(state: *mut c_void) {
+    // SAFETY: as the caller guarantees.
+    unsafe { capi::leveldb_bloom_cb_destructor(state) };
+    stats::policy_gone();
+}
+
+/// A new object of the drop-in's (policy.cc) that answers with `answers` and writes with
+/// `writer`. A `std::bad_alloc` from C++ passes through.
+fn object(answers: Answers, writer: Writer) -> *const c_void {
+    stats::policy_made();
+    let raw = Box::into_raw(Box::new(Policy { answers, writer }));
     /// Frees the policy if the object's `new` throws.
     struct FreeOnUnwind(*mut Policy);
     impl Drop for FreeOnUnwind {
         fn drop(&mut self) {
             // SAFETY: the policy made above, not yet owned by an object.
-            drop(unsafe { Box::from_raw(self.0) });
+            unsafe { free_policy(self.0) };
         }
     }
     let guard = FreeOnUnwind(raw);
@@ -160,8 +335,7 @@ pub(crate) fn new_object(
     let object = unsafe {
         leveldb_bloom_dropin_object_new(
             raw.cast(),
-            NAME.as_ptr(),
-            query,
+            (*raw).answers.as_ptr().cast(),
             create_filter,
             free_policy,
         )
@@ -173,75 +347,41 @@ pub(crate) fn new_object(
 /// The object's destructor's part: releases the policy.
 ///
 /// # Safety
-/// `policy` came from `new_object` and is not used again.
+/// `policy` came from `object` and is not used again.
 unsafe extern "C" fn free_policy(policy: *mut Policy) {
-    if !policy.is_null() {
-        // SAFETY: the caller passes ownership.
-        drop(unsafe { Box::from_raw(policy) });
-    }
+    // SAFETY: the caller passes ownership.
+    drop(unsafe { Box::from_raw(policy) });
+    stats::policy_gone();
 }
 
-/// `CreateFilter` for code at `caller`: appends the filter of `keys` to `dst`, that code's
-/// `std::string`, written by the drop-in where it has proven the string's layout and
-/// library (`owner.rs`), otherwise by stock LevelDB's code. A `std::bad_alloc` from growing
-/// the string passes through, as from LevelDB's own policy.
+/// The object's `CreateFilter`: appends the filter of `keys` to `dst`, LevelDB's string,
+/// written by the LevelDB's own Bloom policy or, where proven, by the drop-in. A
+/// `std::bad_alloc` from growing the string passes through, as from LevelDB's own policy.
 ///
 /// # Safety
 /// `policy` is live; `keys` points to `n` slices of readable bytes (or `n` is 0); `dst` is
-/// the calling code's `std::string`.
+/// the calling LevelDB's `std::string`.
 unsafe extern "C-unwind" fn create_filter(
     policy: *const Policy,
-    caller: *const c_void,
     keys: *const Slice,
     n: c_int,
     dst: *mut c_void,
 ) {
     // SAFETY: the caller guarantees a live policy.
     let policy = unsafe { &*policy };
-    let abi = match owner::writer_for(caller) {
-        Writer::Dropin(abi) => abi,
-        Writer::Stock(Some(new)) => {
-            // SAFETY: the calling object's own `NewBloomFilterPolicy`, whose policy writes and
-            // is deleted; `keys`, `n` and `dst` as this function's caller guarantees.
-            unsafe {
-                leveldb_bloom_dropin_stock_create_filter_with(new, policy.stock_bits, keys, n, dst)
-            };
-            stats::count_filter_by_stock();
-            return;
+    match &policy.writer {
+        Writer::Stock(stock) => {
+            // SAFETY: the policy's stock object, live while the policy is; the rest as this
+            // function's caller guarantees.
+            unsafe { leveldb_bloom_dropin_stock_create_filter(stock.0.as_ptr(), keys, n, dst) };
+            // SAFETY: the policy's own C API policy, live while it is.
+            let answers = unsafe { policy.answers.0.as_ref() };
+            answers.record_filter_written_elsewhere(usize::try_from(n).unwrap_or(0));
         }
-        Writer::Stock(None) => match policy.fallback {
-            Fallback::Stock(stock) => {
-                // SAFETY: the policy's stock object, live while the policy is.
-                unsafe { leveldb_bloom_dropin_stock_create_filter(stock, keys, n, dst) };
-                stats::count_filter_by_stock();
-                return;
-            }
-            Fallback::Proven(abi) => abi,
-        },
-    };
-    // SAFETY: as this function's caller guarantees, with `abi` proven for `dst`.
-    unsafe { append_filter(policy, abi, keys, n, dst) }
-}
-
-/// LevelDB's keys as byte slices (a NULL key pointer with length 0 is the empty key).
-///
-/// # Safety
-/// `keys` points to `n` slices whose bytes stay readable for `'a` (or `n` is 0).
-unsafe fn key_slices<'a>(keys: *const Slice, n: usize) -> impl ExactSizeIterator<Item = &'a [u8]> {
-    let keys: &[Slice] = if n == 0 || keys.is_null() {
-        &[]
-    } else {
-        // SAFETY: the caller guarantees `n` slices.
-        unsafe { slice::from_raw_parts(keys, n) }
-    };
-    keys.iter().map(|key| {
-        if key.data.is_null() {
-            &[][..]
-        } else {
-            // SAFETY: the caller guarantees each key's bytes.
-            unsafe { slice::from_raw_parts(key.data.cast::<u8>(), key.len) }
-        }
-    })
+        #[cfg(unix)]
+        // SAFETY: as this function's caller guarantees, with `abi` proven for `dst`.
+        Writer::Own(abi) => unsafe { append_filter(&policy.answers, *abi, keys, n, dst) },
+    }
 }
 
 /// Appends the filter straight into the string (no buffer of our own, no copy), grown by its
@@ -249,8 +389,9 @@ unsafe fn key_slices<'a>(keys: *const Slice, n: usize) -> impl ExactSizeIterator
 ///
 /// # Safety
 /// As `create_filter`'s, with `dst` a string of layout `abi`.
+#[cfg(unix)]
 unsafe fn append_filter(
-    policy: &Policy,
+    answers: &Answers,
     abi: StringAbi,
     keys: *const Slice,
     n: c_int,
@@ -271,23 +412,32 @@ unsafe fn append_filter(
     let num_keys = usize::try_from(n).unwrap_or(0);
     // SAFETY: `dst` is a live string of this layout.
     let start = unsafe { size(dst) };
-    if let Ok(len) = policy.format.filter_len(num_keys)
-        && len != 0
+    // SAFETY: a live policy.
+    let len = unsafe { capi::leveldb_bloom_filter_len(answers.as_ptr(), num_keys) };
+    if len != 0
         && let Some(end) = start.checked_add(len)
     {
         // SAFETY: grows the string to `end` bytes (a C++ exception passes through) and
         // returns its characters, of which `start..end` are then written.
-        let filter = unsafe { slice::from_raw_parts_mut(resize(dst, end).add(start), len) };
-        // A panic here (a bug) writes the filter every reader answers "may match", below.
-        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            // SAFETY: the keys as the caller guarantees.
-            let keys = unsafe { key_slices(keys, num_keys) };
-            match &policy.counted {
-                Some(counted) => counted.create_filter_into(keys, filter),
-                None => policy.format.create_filter_into(keys, filter),
-            }
-        }));
-        if built.ok().and_then(Result::ok) == Some(len) {
+        let filter = unsafe { resize(dst, end).add(start) };
+        let mut written = 0;
+        // SAFETY: a live policy, `num_keys` slices (LevelDB's, of the C API's layout), and
+        // `len` writable bytes.
+        let status = unsafe {
+            capi::leveldb_bloom_create_filter_slices(
+                answers.as_ptr(),
+                if num_keys == 0 {
+                    std::ptr::null()
+                } else {
+                    keys
+                },
+                num_keys,
+                filter,
+                len,
+                &mut written,
+            )
+        };
+        if status == capi::leveldb_bloom_status::LEVELDB_BLOOM_OK as c_int && written == len {
             return;
         }
     }
@@ -298,102 +448,4 @@ unsafe fn append_filter(
         at.write(0);
         at.add(1).write(0);
     }
-}
-
-/// The query function for a policy of `format`, counting or not, compiled for the
-/// instructions the library runs (`leveldb_bloom::instructions`, which
-/// `LEVELDB_BLOOM_SIMD` pins).
-fn query_for(format: &AnyPolicy, counts: bool) -> QueryFn {
-    #[cfg(target_arch = "x86_64")]
-    let bmi2 = leveldb_bloom::instructions().has_bmi2();
-    match (format, counts) {
-        #[cfg(target_arch = "x86_64")]
-        (AnyPolicy::Bloom(_), false) if bmi2 => bloom_bmi2,
-        (AnyPolicy::Bloom(_), false) => bloom,
-        _ => guarded,
-    }
-}
-
-/// Defines a [`QueryFn`] answering `$answer` for `$policy`, `$key` and `$filter`; NULL
-/// pointers and impossible lengths go to [`unusual_query`].
-macro_rules! query {
-    ($(#[$attr:meta])* $name:ident, |$policy:ident, $key:ident, $filter:ident| $answer:expr) => {
-        $(#[$attr])*
-        unsafe extern "C" fn $name(
-            policy: *const Policy,
-            key: *const u8,
-            key_len: usize,
-            filter: *const u8,
-            filter_len: usize,
-        ) -> bool {
-            if key.is_null() || filter.is_null() || (key_len | filter_len) > isize::MAX as usize {
-                // SAFETY: as this function's caller guarantees.
-                return unsafe { unusual_query(policy, key, key_len, filter, filter_len) };
-            }
-            // SAFETY: a live policy (the object's), and LevelDB's slices: non-NULL, their
-            // bytes readable.
-            let ($policy, $key, $filter) = unsafe {
-                (
-                    &*policy,
-                    slice::from_raw_parts(key, key_len),
-                    slice::from_raw_parts(filter, filter_len),
-                )
-            };
-            $answer
-        }
-    };
-}
-
-query!(
-    /// An uncounted Bloom policy's query: LevelDB's, inline.
-    bloom,
-    |_policy, key, filter| leveldb_bloom::bloom::key_may_match(key, filter)
-);
-
-query!(
-    /// An uncounted Bloom policy's query on a processor with BMI2 (three-operand shifts and
-    /// multiplications leave the probes fewer register moves).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "bmi2")]
-    bloom_bmi2,
-    |_policy, key, filter| leveldb_bloom::bloom::key_may_match(key, filter)
-);
-
-query!(
-    /// Any other policy's query (compact, or counting), guarded against panics: "may match"
-    /// if one happens.
-    guarded,
-    |policy, key, filter| answer(policy, key, filter)
-);
-
-/// `policy`'s answer, counted if it counts; "may match" if the query panics.
-fn answer(policy: &Policy, key: &[u8], filter: &[u8]) -> bool {
-    std::panic::catch_unwind(|| match &policy.counted {
-        Some(counted) => counted.key_may_match(key, filter),
-        None => policy.format.key_may_match(key, filter),
-    })
-    .unwrap_or(true)
-}
-
-/// A query with a NULL pointer or a length no object can have: a NULL key of length 0 is
-/// the empty key; anything else that cannot be answered "may match" (a wrong "no" would hide
-/// stored data).
-///
-/// # Safety
-/// `policy` is live; non-NULL pointers point to their lengths' readable bytes.
-#[cold]
-#[inline(never)]
-unsafe fn unusual_query(
-    policy: *const Policy,
-    key: *const u8,
-    key_len: usize,
-    filter: *const u8,
-    filter_len: usize,
-) -> bool {
-    if filter.is_null() || !key.is_null() || key_len != 0 || filter_len > isize::MAX as usize {
-        return true;
-    }
-    // SAFETY: a live policy; the filter's bytes as the caller guarantees.
-    let (policy, filter) = unsafe { (&*policy, slice::from_raw_parts(filter, filter_len)) };
-    answer(policy, &[], filter)
 }

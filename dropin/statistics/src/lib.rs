@@ -1,0 +1,225 @@
+//! The drop-in's statistics file (`LEVELDB_BLOOM_STATS_FILE`), one home for its schema: the
+//! drop-in writes it, `leveldb-bloom run` reads and sums it, and the test suites read it as
+//! text. One `name=value` line a field, then one line per LevelDB said of:
+//!
+//! ```text
+//! served=yes                 # yes, no (no policy asked for), declined (none served), partly
+//! format=bloom               # the format of the drop-in's policies
+//! bits_per_key=program       # or the value of LEVELDB_BLOOM_BITS_PER_KEY
+//! dropin_policies=2          # NewBloomFilterPolicy calls answered, of which:
+//! policies_served=2          #   the drop-in's policy (its queries, the filters it asked for)
+//! policies_declined=0        #   the LevelDB's own, unchanged (it does not speak the format)
+//! policies_refused=0         #   none (NULL: no code to write the LevelDB's strings with)
+//! filters_built=667          # filters made for the drop-in's policies, and their keys
+//! keys_added=110000
+//! queries=199999             # queries the drop-in answered, and "no match" among them
+//! no_match=99466
+//! pid=4242                   # the process that wrote the file
+//! loaded_at_ns=17959...      # when the drop-in was loaded in it (real-time clock)
+//! forked_from=4241           # only in a forked child: its parent
+//! leveldb=the LevelDB in /usr/lib/x86_64-linux-gnu/libleveldb.so.1d: served, its own Bloom policy writes
+//! declined=the LevelDB in ./fork.so (its Bloom policy is named ...); its own policy writes and answers
+//! refused=...; no filter policy
+//! ```
+//!
+//! A forked child counts the work it did itself (its parent's file has what came before).
+
+use leveldb_bloom::Format;
+
+/// One process's statistics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Statistics {
+    /// The format of the drop-in's policies (`None`: not said).
+    pub format: Option<Format>,
+    /// The bits per key the environment set; `None` where the program's own are used.
+    pub bits_per_key: Option<f64>,
+    pub dropin_policies: u64,
+    pub policies_served: u64,
+    pub policies_declined: u64,
+    pub policies_refused: u64,
+    pub filters_built: u64,
+    pub keys_added: u64,
+    pub queries: u64,
+    pub no_match: u64,
+    pub pid: u64,
+    pub loaded_at_ns: u128,
+    pub forked_from: Option<u64>,
+    /// For each LevelDB served: which one, and whose code writes its filters.
+    pub served: Vec<String>,
+    /// For each LevelDB declined: which one, and why.
+    pub declined: Vec<String>,
+    /// For each policy refused: why.
+    pub refused: Vec<String>,
+}
+
+/// What the file's `served=` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    /// No policy was asked for.
+    No,
+    /// Every policy asked for was the drop-in's.
+    Yes,
+    /// Some were, some were not.
+    Partly,
+    /// None was.
+    Declined,
+}
+
+impl Served {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Served::No => "no",
+            Served::Yes => "yes",
+            Served::Partly => "partly",
+            Served::Declined => "declined",
+        }
+    }
+}
+
+impl Statistics {
+    /// Whether the drop-in served.
+    pub fn served(&self) -> Served {
+        match (
+            self.policies_served,
+            self.policies_declined + self.policies_refused,
+        ) {
+            (0, 0) => Served::No,
+            (_, 0) => Served::Yes,
+            (0, _) => Served::Declined,
+            _ => Served::Partly,
+        }
+    }
+
+    /// The file's text.
+    pub fn to_text(&self) -> String {
+        let mut text = format!("served={}\n", self.served().name());
+        let format = self.format.map_or("?", Format::name);
+        let bits = self
+            .bits_per_key
+            .map_or_else(|| "program".to_owned(), |bits| bits.to_string());
+        text.push_str(&format!("format={format}\nbits_per_key={bits}\n"));
+        for (name, value) in self.counts() {
+            text.push_str(&format!("{name}={value}\n"));
+        }
+        text.push_str(&format!(
+            "pid={}\nloaded_at_ns={}\n",
+            self.pid, self.loaded_at_ns
+        ));
+        if let Some(parent) = self.forked_from {
+            text.push_str(&format!("forked_from={parent}\n"));
+        }
+        for (key, lines) in [
+            ("leveldb", &self.served),
+            ("declined", &self.declined),
+            ("refused", &self.refused),
+        ] {
+            for line in lines {
+                text.push_str(&format!("{key}={line}\n"));
+            }
+        }
+        text
+    }
+
+    /// The counters, by their names in the file.
+    fn counts(&self) -> [(&'static str, u64); 8] {
+        [
+            ("dropin_policies", self.dropin_policies),
+            ("policies_served", self.policies_served),
+            ("policies_declined", self.policies_declined),
+            ("policies_refused", self.policies_refused),
+            ("filters_built", self.filters_built),
+            ("keys_added", self.keys_added),
+            ("queries", self.queries),
+            ("no_match", self.no_match),
+        ]
+    }
+
+    /// The statistics a file's text says; what it does not say (an older drop-in's file, a
+    /// line cut off) is left at its default.
+    pub fn parse(text: &str) -> Statistics {
+        let mut stats = Statistics::default();
+        for line in text.lines() {
+            let Some((key, value)) = line.split_once('=') else {
+                continue;
+            };
+            let number = || value.parse::<u64>().unwrap_or(0);
+            match key {
+                "format" => stats.format = Format::from_name(value),
+                "bits_per_key" => stats.bits_per_key = value.parse().ok(),
+                "dropin_policies" => stats.dropin_policies = number(),
+                "policies_served" => stats.policies_served = number(),
+                "policies_declined" => stats.policies_declined = number(),
+                "policies_refused" => stats.policies_refused = number(),
+                "filters_built" => stats.filters_built = number(),
+                "keys_added" => stats.keys_added = number(),
+                "queries" => stats.queries = number(),
+                "no_match" => stats.no_match = number(),
+                "pid" => stats.pid = number(),
+                "loaded_at_ns" => stats.loaded_at_ns = value.parse().unwrap_or(0),
+                "forked_from" => stats.forked_from = value.parse().ok(),
+                "leveldb" => stats.served.push(value.to_owned()),
+                "declined" => stats.declined.push(value.to_owned()),
+                "refused" => stats.refused.push(value.to_owned()),
+                _ => {}
+            }
+        }
+        stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_reads_back_as_written() {
+        let stats = Statistics {
+            format: Some(Format::Compact),
+            bits_per_key: Some(7.5),
+            dropin_policies: 3,
+            policies_served: 2,
+            policies_declined: 1,
+            filters_built: 10,
+            keys_added: 1000,
+            queries: 500,
+            no_match: 400,
+            pid: 42,
+            loaded_at_ns: 1_795_916_973_688_917_873,
+            forked_from: Some(41),
+            served: vec!["the LevelDB in a.so: served, its C API writes".to_owned()],
+            declined: vec![
+                "the LevelDB in b.so (why); its own policy writes and answers".to_owned(),
+            ],
+            ..Statistics::default()
+        };
+        let text = stats.to_text();
+        assert!(
+            text.starts_with("served=partly\nformat=compact\nbits_per_key=7.5\n"),
+            "{text}"
+        );
+        assert_eq!(Statistics::parse(&text), stats);
+    }
+
+    #[test]
+    fn the_program_s_bits_and_an_unknown_format_are_none() {
+        let stats = Statistics::parse("format=bloom\nbits_per_key=program\npid=7\n");
+        assert_eq!(stats.format, Some(Format::Bloom));
+        assert_eq!(stats.bits_per_key, None);
+        assert_eq!(stats.served(), Served::No);
+        assert_eq!(Statistics::parse("format=other\n").format, None);
+    }
+
+    #[test]
+    fn served_says_what_the_policies_were() {
+        let with = |served, declined, refused| Statistics {
+            policies_served: served,
+            policies_declined: declined,
+            policies_refused: refused,
+            ..Statistics::default()
+        };
+        assert_eq!(with(0, 0, 0).served(), Served::No);
+        assert_eq!(with(2, 0, 0).served(), Served::Yes);
+        assert_eq!(with(2, 1, 0).served(), Served::Partly);
+        assert_eq!(with(0, 0, 1).served(), Served::Declined);
+    }
+}
