@@ -11,7 +11,6 @@
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::error::Error;
 use crate::policy::{FilterPolicy, sealed::WriteFilter};
@@ -148,10 +147,10 @@ pub struct StatsSnapshot {
 impl StatsSnapshot {
     fn since(self, baseline: StatsSnapshot) -> StatsSnapshot {
         StatsSnapshot {
-            filters_built: self.filters_built.wrapping_sub(baseline.filters_built),
-            keys_added: self.keys_added.wrapping_sub(baseline.keys_added),
-            queries: self.queries.wrapping_sub(baseline.queries),
-            no_match: self.no_match.wrapping_sub(baseline.no_match),
+            filters_built: self.filters_built.saturating_sub(baseline.filters_built),
+            keys_added: self.keys_added.saturating_sub(baseline.keys_added),
+            queries: self.queries.saturating_sub(baseline.queries),
+            no_match: self.no_match.saturating_sub(baseline.no_match),
         }
     }
 
@@ -180,7 +179,8 @@ pub struct Stats {
 struct Counts {
     /// Inline, so that a count is one load away from the handle.
     stripes: [Stripe; STRIPES],
-    baseline: Mutex<StatsSnapshot>,
+    /// What [`Stats::reset`] left behind: the counts since are above it.
+    baseline: AtomicSnapshot,
     /// Live `Stats` handles; the last one to go moves the counts into the retired totals and
     /// frees the entry for reuse (0: free; `RETIRING` while its counts move).
     handles: AtomicUsize,
@@ -208,17 +208,15 @@ impl Stats {
                 .compare_exchange(0, 1, Acquire, Relaxed)
                 .is_ok()
             {
-                *lock(&counts.baseline) = StatsSnapshot::default();
+                counts.baseline.set(StatsSnapshot::default());
                 return Stats { counts };
             }
             entry = counts.next.load(Acquire);
         }
-        let counts: &'static Counts = Box::leak(Box::new(Counts {
-            stripes: std::array::from_fn(|_| Stripe::default()),
-            baseline: Mutex::new(StatsSnapshot::default()),
-            handles: AtomicUsize::new(1),
-            next: AtomicPtr::new(std::ptr::null_mut()),
-        }));
+        // Made in place on the heap: its 8 KiB of stripes must not pass through the stack
+        // (a policy may be made in a signal handler, on a small alternate stack).
+        let counts: &'static Counts = Box::leak(zeroed_counts());
+        counts.handles.store(1, Relaxed);
         let mut head = REGISTRY.head.load(Relaxed);
         loop {
             counts.next.store(head, Relaxed);
@@ -265,18 +263,15 @@ impl Stats {
         stripe.no_match.fetch_add(no_match as u64, Relaxed);
     }
 
-    /// The counts since creation or the last [`reset`](Self::reset).
+    /// The counts since creation or the last [`reset`](Self::reset) (a reset during the
+    /// call may leave a count at 0, never above what was counted).
     pub fn snapshot(&self) -> StatsSnapshot {
-        // The baseline lock is held while summing: a reset in between would otherwise store a
-        // baseline above the sum, and the difference would wrap to near 2^64.
-        let baseline = lock(&self.counts.baseline);
-        self.counts.total().since(*baseline)
+        self.counts.total().since(self.counts.baseline.get())
     }
 
     /// Restarts these counts from zero; the process-wide totals keep theirs.
     pub fn reset(&self) {
-        let mut baseline = lock(&self.counts.baseline);
-        *baseline = self.counts.total();
+        self.counts.baseline.set(self.counts.total());
     }
 }
 
@@ -461,13 +456,23 @@ static REGISTRY: Registry = Registry {
 #[allow(unsafe_code)] // a lock-free list: the one way to share leaked entries without a lock
 fn registered(entry: *mut Counts) -> &'static Counts {
     // SAFETY: every pointer in the registry comes from `Box::leak` (`Stats::new`) and is
-    // never freed or moved; the entries are only changed through their atomics and mutex.
+    // never freed or moved; the entries are only changed through their atomics.
     unsafe { &*entry }
 }
 
-/// Counters stay usable after a panic elsewhere: the data is plain numbers.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+/// A new registry entry, all zero: no handle, no next entry, every count 0.
+#[allow(unsafe_code)] // made zeroed in place: `Box::new` may build 8 KiB on the stack first
+fn zeroed_counts() -> Box<Counts> {
+    let layout = std::alloc::Layout::new::<Counts>();
+    // SAFETY: `Counts` is not zero-sized.
+    let memory = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<Counts>();
+    if memory.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    // SAFETY: memory of `Counts`' layout from the global allocator, which `Box` frees with
+    // that layout; every field of `Counts` is an atomic integer or pointer, for which
+    // all-zero bytes are a valid value (0, null).
+    unsafe { Box::from_raw(memory) }
 }
 
 #[cfg(test)]

@@ -224,16 +224,24 @@ fn find_program(name: &OsStr) -> Option<PathBuf> {
         })
 }
 
-/// Whether an ELF file's program headers name a dynamic loader (`PT_INTERP`): `None` if it
-/// is not an ELF file this reads.
-fn names_a_loader(data: &[u8]) -> Option<bool> {
+/// The dynamic loader an ELF file's program headers name (`PT_INTERP`): `Some(None)` for a
+/// statically linked one, `None` if it is not an ELF file this reads.
+fn loader_named(data: &[u8]) -> Option<Option<Vec<u8>>> {
     use object::read::elf::{FileHeader, ProgramHeader};
     use object::{Endianness, elf};
-    fn interp<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Option<bool> {
+    fn interp<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Option<Option<Vec<u8>>> {
         let header = H::parse(data).ok()?;
         let endian = header.endian().ok()?;
         let headers = header.program_headers(endian, data).ok()?;
-        Some(headers.iter().any(|ph| ph.p_type(endian) == elf::PT_INTERP))
+        Some(
+            headers
+                .iter()
+                .find(|ph| ph.p_type(endian) == elf::PT_INTERP)
+                .map(|ph| {
+                    let path = ph.data(endian, data).unwrap_or_default();
+                    path.split(|&b| b == 0).next().unwrap_or_default().to_vec()
+                }),
+        )
     }
     match object::FileKind::parse(data).ok()? {
         object::FileKind::Elf64 => interp::<elf::FileHeader64<Endianness>>(data),
@@ -242,9 +250,25 @@ fn names_a_loader(data: &[u8]) -> Option<bool> {
     }
 }
 
+/// Whether `loader` (a `PT_INTERP` path) is glibc's, the one loader that can preload the
+/// drop-in: `ld-linux*.so.*` on most architectures, `ld64.so.*` (s390x, POWER), `ld.so.1`.
+/// musl's (`ld-musl-*.so.1`) fails a program whose preload it cannot load.
+fn is_glibc_loader(loader: &[u8]) -> bool {
+    let name = loader.rsplit(|&b| b == b'/').next().unwrap_or(loader);
+    name.starts_with(b"ld-linux") || name.starts_with(b"ld64.so.") || name == b"ld.so.1"
+}
+
+/// Why a preload cannot reach a program, and whether it may still be set for it (for the
+/// programs it starts): not where the program's loader would fail on it.
+struct Unreached {
+    why: String,
+    preload: bool,
+}
+
 /// Why a preload cannot reach `program`, if it cannot (a script is judged by its
 /// interpreter).
-fn unreachable(program: &Path, depth: u32) -> Option<String> {
+fn unreachable(program: &Path, depth: u32) -> Option<Unreached> {
+    let why = |why: String| Some(Unreached { why, preload: true });
     use std::os::unix::fs::MetadataExt;
     let meta = program.metadata().ok()?;
     let mode = meta.permissions().mode();
@@ -252,7 +276,7 @@ fn unreachable(program: &Path, depth: u32) -> Option<String> {
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     // Secure execution (the loader ignoring LD_PRELOAD) when the program changes the ids.
     if (mode & 0o4000 != 0 && meta.uid() != uid) || (mode & 0o2000 != 0 && meta.gid() != gid) {
-        return Some(format!(
+        return why(format!(
             "{} is set-user-ID or set-group-ID: the loader ignores LD_PRELOAD for it",
             shown(program)
         ));
@@ -271,12 +295,21 @@ fn unreachable(program: &Path, depth: u32) -> Option<String> {
             .then(|| unreachable(Path::new(interpreter), depth + 1))
             .flatten();
     }
-    match names_a_loader(&head) {
-        Some(false) => Some(format!(
+    match loader_named(&head)? {
+        None => why(format!(
             "{} is statically linked: no dynamic loader runs in it, so no preload reaches it",
             shown(program)
         )),
-        _ => None,
+        Some(loader) if !is_glibc_loader(&loader) => Some(Unreached {
+            why: format!(
+                "{}'s dynamic loader, {}, is not glibc's (musl's, say): it cannot load the \
+                 drop-in, and would not start the program with it preloaded",
+                shown(program),
+                String::from_utf8_lossy(&loader)
+            ),
+            preload: false,
+        }),
+        Some(_) => None,
     }
 }
 
@@ -532,15 +565,20 @@ pub fn run(request: Run) -> Result<u8, Failure> {
         }
         _ => preloaded.into_os_string(),
     };
+    let unreached = unreachable(&program, 0);
+    let preloads = unreached.as_ref().is_none_or(|u| u.preload);
     let mut summary = Summary {
-        unreachable: unreachable(&program, 0),
+        unreachable: unreached.map(|u| u.why),
         ..Summary::default()
     };
     let command = |path: &Path, arg0: &OsStr, args: &[OsString]| {
         let mut command = Command::new(path);
         // The program sees the name it was given, as a shell gives it.
         std::os::unix::process::CommandExt::arg0(&mut command, arg0);
-        command.args(args).env("LD_PRELOAD", &preload);
+        command.args(args);
+        if preloads {
+            command.env("LD_PRELOAD", &preload);
+        }
         if let Some(folder) = &folder {
             command.env("LEVELDB_BLOOM_STATS_FILE", folder.path().join("stats.%p"));
         }

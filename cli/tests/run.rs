@@ -32,9 +32,26 @@ fn program(variant: &'static str) -> PathBuf {
 fn build_program(variant: &str) -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let binary = tmp.join(format!("leveldb_program_{variant}"));
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/run/leveldb_program.c");
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/run");
+    if variant == "musl" {
+        // Debian's musl-tools (the test command installs it): dynamically linked by default.
+        let built = Command::new("musl-gcc")
+            .arg(tests.join("musl_program.c"))
+            .arg("-o")
+            .arg(&binary)
+            .output()
+            .expect("musl-gcc (Debian's musl-tools)");
+        assert!(
+            built.status.success(),
+            "building with musl: {}",
+            text(&built)
+        );
+        return binary;
+    }
     let mut cc = Command::new("cc");
-    cc.arg(&source).arg("-o").arg(&binary);
+    cc.arg(tests.join("leveldb_program.c"))
+        .arg("-o")
+        .arg(&binary);
     if variant == "static" {
         cc.args([
             "-static",
@@ -195,6 +212,25 @@ fn programs_out_of_a_preloads_reach_are_said_and_run() {
     );
     assert_eq!(json["processes"], 0);
     assert!(stderr(&out).contains("not reached"), "{}", text(&out));
+
+    // A musl program: its loader would not start it with a glibc library preloaded, so it
+    // runs without, and the summary says why.
+    let (out, json) = run_json(
+        &["--", program("musl").to_str().unwrap(), "5"],
+        &tmp.path().join("musl.json"),
+    );
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    assert_eq!(stdout(&out), "musl program ran\n");
+    let why = json["unreachable"].as_str().unwrap();
+    assert!(
+        why.contains("ld-musl") && why.contains("not glibc's"),
+        "{json}"
+    );
+    assert!(
+        stderr(&out).contains("it ran without the drop-in"),
+        "{}",
+        text(&out)
+    );
 
     // Set-user-ID to another user: the loader ignores LD_PRELOAD. (Set-user-ID to the
     // caller changes no id, and is reached.)

@@ -4,8 +4,8 @@
 #   cmake -DPROGRAM=name -DSTOCK=exe -DDROPIN_SO=path -DWORK_DIR=dir [-DSHARED=exe]
 #         [-DSTATIC=exe] [-DSTATIC_NO_U=exe -DSTATIC_NO_U_SERVED_BY=stock|dropin]
 #         [-DCOMPACT=ON] [-DBLOOM_WRITER=text] [-DCOMPACT_WRITER=text] [-DSTATIC_WRITER=text]
-#         [-DPRELOAD_SERVES=OFF] [-DDECLINED=ON] [-DPRELOAD_FIRST=lib] [-DLAUNCHER=cmd|arg|...]
-#         -P run_dropin_proof.cmake
+#         [-DPRELOAD_SERVES=OFF] [-DPRELOAD=OFF] [-DDECLINED=ON] [-DCROSS_READ=ON]
+#         [-DPRELOAD_FIRST=lib] [-DLAUNCHER=cmd|arg|...] -P run_dropin_proof.cmake
 #
 # COMPACT adds an arrangement, preload_compact: STOCK preloaded with LEVELDB_BLOOM_FORMAT=compact
 # (same output, its own tables). The statistics must say, for every LevelDB served, who wrote
@@ -18,6 +18,10 @@
 # format (a fork that gives LevelDB's name to another filter): every drop-in arrangement must
 # say so once on standard error and in the statistics (served=declined and the reason), and
 # the LevelDB's own policy writes and answers (tables byte-identical to stock in both formats).
+# PRELOAD=OFF leaves out the preloaded arrangements (a statically linked program, which no
+# preload reaches). CROSS_READ=ON (a program with --read: dropin_c_program) then has each
+# database read by the others: stock's by the drop-in preloaded (each format), every drop-in
+# arrangement's by stock; each read must print what stock's read of its own prints.
 #
 # PRELOAD_FIRST (sanitized builds: the ASan or TSan runtime) is preloaded ahead of DROPIN_SO;
 # LAUNCHER (a '|'-separated command, e.g. valgrind and its options) runs the preloaded and
@@ -68,14 +72,20 @@
 cmake_minimum_required(VERSION 3.16)
 include("${CMAKE_CURRENT_LIST_DIR}/script_arguments.cmake")
 dropin_script_arguments(run_dropin_proof.cmake PROGRAM STOCK DROPIN_SO WORK_DIR)
-set(arrangements stock preload)
+if(NOT DEFINED PRELOAD)
+  set(PRELOAD ON)
+endif()
+set(arrangements stock)
+if(PRELOAD)
+  list(APPEND arrangements preload)
+endif()
 foreach(var SHARED STATIC)
   if(DEFINED ${var} AND NOT "${${var}}" STREQUAL "")
     string(TOLOWER "${var}" arrangement)
     list(APPEND arrangements ${arrangement})
   endif()
 endforeach()
-if(COMPACT)
+if(COMPACT AND PRELOAD)
   list(APPEND arrangements preload_compact)
 endif()
 if(NOT DEFINED PRELOAD_SERVES)
@@ -297,8 +307,10 @@ foreach(arrangement IN LISTS arrangements)
     else()
       set(writer "${BLOOM_WRITER}")
     endif()
+    string(REGEX REPLACE "([][+.*()^$?|\\])" "\\\\\\1" writer_pattern "${writer}")
     string(REGEX MATCHALL "\nleveldb=[^\n]+" served_lines "\n${stats_text}")
-    string(REGEX MATCHALL "\nleveldb=[^\n]+: served, ${writer}[^\n]*" written_so "\n${stats_text}")
+    string(REGEX MATCHALL "\nleveldb=[^\n]+: served, ${writer_pattern}[^\n]*" written_so
+           "\n${stats_text}")
     list(LENGTH served_lines n_served)
     list(LENGTH written_so n_written)
     if(n_served EQUAL 0 OR NOT n_served EQUAL n_written)
@@ -347,6 +359,40 @@ foreach(arrangement IN LISTS arrangements)
   endif()
   message(STATUS "${PROGRAM} [${arrangement}]: output identical; ${tables_said}; stats: ${shown}")
 endforeach()
+
+# Every database read by the others.
+if(CROSS_READ)
+  set(readers "stock|--unset=LD_PRELOAD")
+  if(PRELOAD)
+    list(APPEND readers "preload|LD_PRELOAD=${preload}"
+                        "preload_compact|LD_PRELOAD=${preload}|LEVELDB_BLOOM_FORMAT=compact")
+  endif()
+  set(read_by_stock "")
+  foreach(arrangement IN LISTS arrangements)
+    foreach(reader IN LISTS readers)
+      string(REPLACE "|" ";" reader "${reader}")
+      list(POP_FRONT reader reader_name)
+      if(reader_name STREQUAL arrangement AND NOT arrangement STREQUAL "stock")
+        continue()
+      endif()
+      if(NOT arrangement STREQUAL "stock" AND NOT reader_name STREQUAL "stock")
+        continue()
+      endif()
+      execute_process(
+        COMMAND "${CMAKE_COMMAND}" -E env --unset=LEVELDB_BLOOM_FORMAT ${reader}
+                "${STOCK}" --read "${WORK_DIR}/${PROGRAM}_${arrangement}/db"
+        RESULT_VARIABLE rc OUTPUT_VARIABLE output ERROR_VARIABLE errors)
+      if(arrangement STREQUAL "stock" AND reader_name STREQUAL "stock")
+        set(read_by_stock "${output}")
+      endif()
+      if(NOT rc STREQUAL "0" OR NOT "${output}" STREQUAL "${read_by_stock}")
+        fail_check("${arrangement}'s database read by ${reader_name} as stock reads its own "
+                   "(exit ${rc}):\n${output}${errors}--- stock's own:\n${read_by_stock}")
+      endif()
+    endforeach()
+  endforeach()
+  message(STATUS "${PROGRAM}: every database read by the others: ${read_by_stock}")
+endif()
 
 if(failures GREATER 0)
   message(FATAL_ERROR "${PROGRAM}: ${failures} check(s) failed")

@@ -69,6 +69,19 @@ pub(crate) struct LevelDb {
 }
 
 impl LevelDb {
+    /// Whether a policy its `NewBloomFilterPolicy` made, named with the string at `name`, is
+    /// another copy's of the drop-in (a shim between two copies passes one's policy on): the
+    /// name is kept outside this LevelDB, in an object that is a drop-in. Without a lock.
+    #[cfg(unix)]
+    pub(crate) fn policy_of_another_copy(&self, name: *const c_char) -> bool {
+        if self.object.as_ref().is_some_and(|o| o.spans(name as usize)) {
+            return false;
+        }
+        Loader::get()
+            .and_then(|loader| loader.holding(name.cast()))
+            .is_some_and(|object| object.definition(DROPIN_ENTRY.to_bytes()).is_some())
+    }
+
     /// How messages name it.
     pub(crate) fn describe(&self) -> String {
         #[cfg(unix)]
@@ -266,14 +279,6 @@ fn object_of(address: *const c_void) -> Option<libc::Dl_info> {
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: any address may be asked about; `info` is writable.
     (unsafe { libc::dladdr(address, &mut info) } != 0).then_some(info)
-}
-
-/// Whether the object holding `address` is a copy of the drop-in. Without a lock.
-#[cfg(unix)]
-pub(crate) fn in_a_drop_in(address: *const c_void) -> bool {
-    Loader::get()
-        .and_then(|loader| loader.holding(address))
-        .is_some_and(|object| object.definition(DROPIN_ENTRY.to_bytes()).is_some())
 }
 
 /// Whether the object defining `f` is a drop-in: it defines the drop-in's own entry point

@@ -148,6 +148,7 @@ extern "C-unwind" fn make_policy(bits_per_key: c_int, caller: *const c_void) -> 
     new_policy_object(bits_per_key, caller)
 }
 
+#[inline(never)]
 fn new_policy_object(bits_per_key: c_int, caller: *const c_void) -> *const c_void {
     at_load();
     let (format, stock_bits) = create_policy(bits_per_key);

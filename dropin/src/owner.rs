@@ -37,6 +37,10 @@ pub(crate) enum StringAbi {
     Old,
 }
 
+impl StringAbi {
+    pub(crate) const ALL: [StringAbi; 2] = [StringAbi::Cxx11, StringAbi::Old];
+}
+
 /// What the symbols name: a libstdc++ layout, or libc++'s string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Named {

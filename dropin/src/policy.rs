@@ -17,6 +17,8 @@
 
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
+use std::sync::atomic::AtomicU8;
+use std::sync::atomic::Ordering::{AcqRel, Acquire};
 
 use leveldb_bloom::AnyPolicy;
 use leveldb_bloom_capi as capi;
@@ -26,6 +28,16 @@ use crate::leveldb::{CreateFn, LevelDb};
 #[cfg(unix)]
 use crate::owner::{self, StringAbi};
 use crate::{speaks, stats};
+
+/// No layout is ever proven on Windows, where the drop-in writes no string itself.
+#[cfg(windows)]
+#[derive(Clone, Copy)]
+enum StringAbi {}
+
+#[cfg(windows)]
+impl StringAbi {
+    const ALL: [StringAbi; 0] = [];
+}
 
 /// `leveldb::Slice` (include/leveldb/slice.h): its two members, in order (policy.cc checks
 /// that it is `leveldb_bloom_slice`).
@@ -79,8 +91,61 @@ enum Writer {
     /// The LevelDB's own Bloom policy (owned).
     Stock(Stock),
     /// The drop-in, in the string layout proven for that LevelDB.
-    #[cfg(unix)]
     Own(StringAbi),
+    /// Compact filters for a LevelDB with no C API: the drop-in writes them if `owner.rs`
+    /// proves it may, asked at the first filter (by then a lazily bound LevelDB's string code
+    /// is bound: Node.js loads its addons so); else the LevelDB's own Bloom policy writes Bloom
+    /// filters, which the compact policy answers as LevelDB does.
+    OnceProven(Box<Pending>),
+}
+
+/// What a [`Writer::OnceProven`] decides with, and what it decided.
+struct Pending {
+    stock: Stock,
+    leveldb: LevelDb,
+    /// 0 until decided; then [`Pending::STOCK`] or a layout's `1 + StringAbi as u8`.
+    decided: AtomicU8,
+}
+
+impl Pending {
+    const STOCK: u8 = u8::MAX;
+
+    /// The decision, made by the first filter's thread (or by several at once, the first to
+    /// finish keeping its answer); no thread waits for another.
+    fn writer(&self) -> Option<StringAbi> {
+        let decided = match self.decided.load(Acquire) {
+            0 => {
+                let (decision, how) = match proven(&self.leveldb) {
+                    Ok(abi) => (1 + abi as u8, how_own(abi).to_owned()),
+                    Err(why) => (
+                        Self::STOCK,
+                        format!("no C API, and {why}: its own Bloom policy writes Bloom filters"),
+                    ),
+                };
+                match self.decided.compare_exchange(0, decision, AcqRel, Acquire) {
+                    Ok(_) => {
+                        stats::say_served(&self.leveldb.describe(), &how);
+                        decision
+                    }
+                    Err(first) => first,
+                }
+            }
+            decided => decided,
+        };
+        StringAbi::ALL
+            .into_iter()
+            .find(|&abi| 1 + abi as u8 == decided)
+    }
+}
+
+/// How the statistics say the drop-in writes.
+fn how_own(abi: StringAbi) -> &'static str {
+    match abi {
+        #[cfg(unix)]
+        StringAbi::Cxx11 => "the drop-in writes its C++11 strings",
+        #[cfg(unix)]
+        StringAbi::Old => "the drop-in writes its old strings",
+    }
 }
 
 /// A C API policy, owned: made for a format, counting its work where a statistics file is
@@ -151,7 +216,9 @@ impl Drop for Stock {
 
 /// The policy for `leveldb` of `format` (`stock_bits` for that LevelDB's own Bloom policy),
 /// as the module's comment decides; `Err` with why none could be found. A `std::bad_alloc`
-/// from C++ passes through.
+/// from C++ passes through. Out of line, as are its rarer paths: a policy may be made on a
+/// signal handler's small stack.
+#[inline(never)]
 pub(crate) fn for_leveldb(
     format: AnyPolicy,
     stock_bits: c_int,
@@ -165,103 +232,80 @@ pub(crate) fn for_leveldb(
     let stock = leveldb
         .new_policy
         .and_then(|new_policy| Stock::made_by(new_policy, stock_bits));
-    if let Some(stock) = stock {
+    if let Some(made) = &stock {
+        let made = made.0.as_ptr();
         #[cfg(unix)]
-        if crate::leveldb::in_a_drop_in(speaks::name_of(stock.0.as_ptr()).cast()) {
+        if leveldb.policy_of_another_copy(speaks::name_of(made)) {
             // Another copy of the drop-in's policy, which serves: its story, not this copy's.
-            return stock.into_raw();
+            return stock.map_or(std::ptr::null(), Stock::into_raw);
         }
-        if let Err(why) = speaks::judge(stock.0.as_ptr(), compact) {
-            stats::declined(&format!("{} ({why})", leveldb.describe()));
-            return stock.into_raw();
-        }
-        if !compact {
-            return served(
-                &leveldb,
-                format,
-                Writer::Stock(stock),
-                "its own Bloom policy writes",
-            )
-            .unwrap_or_else(Stock::into_raw);
-        }
-        if leveldb.c_api.is_none() {
-            return own_or_bloom(&leveldb, format, stock, stock_bits);
+        if let Err(why) = speaks::judge(made, compact) {
+            return declined(&leveldb, &why, stock);
         }
     }
-    if let Some(create) = leveldb.c_api {
-        let Some(answers) = Answers::new(format) else {
-            return refused("memory ran out");
-        };
-        stats::served(&leveldb.describe(), "its C API writes");
-        return c_wrapper(create, answers);
-    }
-    match own_writer(&leveldb) {
-        Ok((writer, how)) => {
-            served(&leveldb, format, writer, how).unwrap_or_else(|_| refused("memory ran out"))
-        }
-        Err(why) => refused(&format!(
-            "{} has no C API and no Bloom policy of its own, and {why}",
-            leveldb.describe()
-        )),
-    }
-}
-
-/// The drop-in's object for `leveldb`, answering as `format` and written by `writer` (said
-/// with `how`); the stock policy back if memory runs out.
-fn served(
-    leveldb: &LevelDb,
-    format: AnyPolicy,
-    writer: Writer,
-    how: &str,
-) -> Result<*const c_void, Stock> {
     let Some(answers) = Answers::new(format) else {
-        return match writer {
-            Writer::Stock(stock) => Err(stock),
-            #[cfg(unix)]
-            Writer::Own(_) => Ok(std::ptr::null()),
-        };
+        return stock.map_or_else(|| refused("memory ran out"), Stock::into_raw);
     };
-    stats::served(&leveldb.describe(), how);
-    Ok(object(answers, writer))
+    let (writer, how) = match (compact, stock, leveldb.c_api) {
+        (false, Some(stock), _) => (Writer::Stock(stock), "its own Bloom policy writes"),
+        (_, _, Some(create)) => {
+            stats::count_served();
+            stats::say_served(&leveldb.describe(), "its C API writes");
+            return c_wrapper(create, answers);
+        }
+        (true, Some(stock), None) => return once_proven(answers, stock, leveldb),
+        (_, None, None) => match proven(&leveldb) {
+            Ok(abi) => (Writer::Own(abi), how_own(abi)),
+            Err(why) => return unwritable(&leveldb, &why),
+        },
+    };
+    stats::count_served();
+    stats::say_served(&leveldb.describe(), how);
+    object(answers, writer)
 }
 
-/// Compact filters for a LevelDB with no C API: the drop-in writes them where it may
-/// (`owner.rs`); else that LevelDB's own Bloom policy writes Bloom filters.
-fn own_or_bloom(
-    leveldb: &LevelDb,
-    format: AnyPolicy,
-    stock: Stock,
-    stock_bits: c_int,
-) -> *const c_void {
-    match own_writer(leveldb) {
-        Ok((writer, how)) => {
-            drop(stock);
-            served(leveldb, format, writer, how).unwrap_or_else(|_| refused("memory ran out"))
-        }
-        Err(why) => {
-            let bloom =
-                leveldb_bloom::BloomPolicy::new(stock_bits.max(0)).map_or(format, AnyPolicy::Bloom);
-            let how =
-                format!("it has no C API and {why}: its own Bloom policy writes Bloom filters");
-            served(leveldb, bloom, Writer::Stock(stock), &how).unwrap_or_else(Stock::into_raw)
-        }
-    }
+/// The LevelDB's own policy, `stock`, handed back: it does not speak the format.
+#[cold]
+#[inline(never)]
+fn declined(leveldb: &LevelDb, why: &str, stock: Option<Stock>) -> *const c_void {
+    stats::declined(&format!("{} ({why})", leveldb.describe()));
+    stock.map_or(std::ptr::null(), Stock::into_raw)
 }
 
-/// The drop-in as the writer of `leveldb`'s strings, where `owner.rs` proves it may, and how
-/// that is said; or why not.
-fn own_writer(leveldb: &LevelDb) -> Result<(Writer, &'static str), String> {
+/// The drop-in's object for compact filters in a LevelDB with no C API, its writer decided
+/// at the first filter.
+#[cold]
+#[inline(never)]
+fn once_proven(answers: Answers, stock: Stock, leveldb: LevelDb) -> *const c_void {
+    let pending = Pending {
+        stock,
+        leveldb,
+        decided: AtomicU8::new(0),
+    };
+    stats::count_served();
+    object(answers, Writer::OnceProven(Box::new(pending)))
+}
+
+/// No policy for a LevelDB with no code to write its strings with.
+#[cold]
+#[inline(never)]
+fn unwritable(leveldb: &LevelDb, why: &str) -> *const c_void {
+    refused(&format!(
+        "{} has no C API and no Bloom policy of its own, and {why}",
+        leveldb.describe()
+    ))
+}
+
+/// The string layout the drop-in may write for `leveldb`, where `owner.rs` proves it; or why
+/// not.
+fn proven(leveldb: &LevelDb) -> Result<StringAbi, String> {
     #[cfg(unix)]
     {
         let loader = crate::image::Loader::get().ok_or("the drop-in was not initialized")?;
         let object = leveldb.object.as_ref().ok_or("its object cannot be read")?;
-        let abi = std::panic::catch_unwind(|| owner::provable_string_abi(loader, object))
+        std::panic::catch_unwind(|| owner::provable_string_abi(loader, object))
             .unwrap_or_else(|_| Err("its symbols cannot be read".to_owned()))
-            .map_err(|why| format!("its strings are not proven the drop-in's to write ({why})"))?;
-        Ok(match abi {
-            StringAbi::Cxx11 => (Writer::Own(abi), "the drop-in writes its C++11 strings"),
-            StringAbi::Old => (Writer::Own(abi), "the drop-in writes its old strings"),
-        })
+            .map_err(|why| format!("its strings are not proven the drop-in's to write ({why})"))
     }
     #[cfg(windows)]
     {
@@ -273,6 +317,7 @@ fn own_writer(leveldb: &LevelDb) -> Result<(Writer, &'static str), String> {
 /// No policy: NULL, which LevelDB takes as "no filter policy" (no filters written, every
 /// table read), said and counted.
 #[cold]
+#[inline(never)]
 fn refused(why: &str) -> *const c_void {
     stats::refused(&format!("{why}; no filter policy"));
     std::ptr::null()
@@ -369,19 +414,24 @@ unsafe extern "C-unwind" fn create_filter(
 ) {
     // SAFETY: the caller guarantees a live policy.
     let policy = unsafe { &*policy };
-    match &policy.writer {
-        Writer::Stock(stock) => {
-            // SAFETY: the policy's stock object, live while the policy is; the rest as this
-            // function's caller guarantees.
-            unsafe { leveldb_bloom_dropin_stock_create_filter(stock.0.as_ptr(), keys, n, dst) };
-            // SAFETY: the policy's own C API policy, live while it is.
-            let answers = unsafe { policy.answers.0.as_ref() };
-            answers.record_filter_written_elsewhere(usize::try_from(n).unwrap_or(0));
+    let stock = match &policy.writer {
+        Writer::Stock(stock) => stock,
+        Writer::Own(abi) => {
+            // SAFETY: as this function's caller guarantees, with `abi` proven for `dst`.
+            return unsafe { append_filter(&policy.answers, *abi, keys, n, dst) };
         }
-        #[cfg(unix)]
-        // SAFETY: as this function's caller guarantees, with `abi` proven for `dst`.
-        Writer::Own(abi) => unsafe { append_filter(&policy.answers, *abi, keys, n, dst) },
-    }
+        Writer::OnceProven(pending) => match pending.writer() {
+            // SAFETY: as above.
+            Some(abi) => return unsafe { append_filter(&policy.answers, abi, keys, n, dst) },
+            None => &pending.stock,
+        },
+    };
+    // SAFETY: the policy's stock object, live while the policy is; the rest as this
+    // function's caller guarantees.
+    unsafe { leveldb_bloom_dropin_stock_create_filter(stock.0.as_ptr(), keys, n, dst) };
+    // SAFETY: the policy's own C API policy, live while it is.
+    let answers = unsafe { policy.answers.0.as_ref() };
+    answers.record_filter_written_elsewhere(usize::try_from(n).unwrap_or(0));
 }
 
 /// Appends the filter straight into the string (no buffer of our own, no copy), grown by its

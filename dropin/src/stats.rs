@@ -68,10 +68,14 @@ fn lines_from(head: *mut Said) -> impl Iterator<Item = &'static str> {
     })
 }
 
-/// Counts a policy of the drop-in's for `leveldb`, written as `how` says.
-pub(crate) fn served(leveldb: &str, how: &str) {
+/// Counts a policy of the drop-in's.
+pub(crate) fn count_served() {
     POLICIES.fetch_add(1, Relaxed);
     SERVED.fetch_add(1, Relaxed);
+}
+
+/// Says that `leveldb` is served, written as `how` says.
+pub(crate) fn say_served(leveldb: &str, how: &str) {
     say(format!("leveldb={leveldb}: served, {how}"));
 }
 
@@ -346,17 +350,20 @@ mod file {
         let fd = open(path, libc::O_RDONLY)?;
         // SAFETY: all-zero bytes are a valid `stat`.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        let mut text = Vec::new();
+        let mut text: Vec<u8> = Vec::new();
         // SAFETY: an open descriptor and a struct to fill.
         if unsafe { libc::fstat(fd, &mut st) } == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG {
-            let mut chunk = [0u8; 4096];
+            // Read on the heap: this may run on a signal handler's small stack.
             while text.len() < 1 << 20 {
-                // SAFETY: reads into `chunk`'s bytes.
-                let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+                text.reserve(4096);
+                let room = text.spare_capacity_mut();
+                // SAFETY: reads into the vector's spare capacity, `room.len()` bytes.
+                let n = unsafe { libc::read(fd, room.as_mut_ptr().cast(), room.len()) };
                 let Ok(n @ 1..) = usize::try_from(n) else {
                     break;
                 };
-                text.extend_from_slice(&chunk[..n]);
+                // SAFETY: `read` initialized the first `n` bytes of the spare capacity.
+                unsafe { text.set_len(text.len() + n) };
             }
         }
         // SAFETY: the descriptor opened above, closed once.

@@ -19,6 +19,10 @@
 //                may be written into those files (the result goes to WORK_DIR/result)
 //   small-stack  the first policy and filter made on a thread with a 64 KiB stack, and a
 //                policy made in a signal handler on a 64 KiB alternate stack
+//   alt-stack-8k, alt-stack-16k   the process's first policy made in a signal handler on an
+//                alternate stack of 8 or 16 KiB with a guard page below it (stock's needs
+//                about 4.5 KiB, the kernel's signal frame included); the bytes it used go to
+//                standard error
 //   quick        one policy, one filter, exit
 //   db-dlopen    the db mode with the policy from NewBloomFilterPolicy as dlsym finds it in
 //                PLUGIN, loaded with dlopen after the program started (the drop-in itself,
@@ -29,6 +33,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -309,6 +314,34 @@ void SmallStack() {
                handler_ran.load() == 1 ? "yes" : "no");
 }
 
+// A policy made in a signal handler on an alternate stack of `size` bytes, above a guard page
+// that an overflow hits (SIGSEGV) rather than the heap.
+void AltStack(size_t size) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* mapped = mmap(nullptr, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                      -1, 0);
+  if (mapped == MAP_FAILED) die("mmap");
+  if (mprotect(mapped, page, PROT_NONE) != 0) die("mprotect");
+  char* stack = static_cast<char*>(mapped) + page;
+  std::memset(stack, 0xa5, size);  // painted, to count what the handler used
+  stack_t ss;
+  ss.ss_sp = stack;
+  ss.ss_size = size;
+  ss.ss_flags = 0;
+  if (sigaltstack(&ss, nullptr) != 0) die("sigaltstack");
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = Handler;
+  sa.sa_flags = SA_ONSTACK;
+  sigaction(SIGUSR1, &sa, nullptr);
+  raise(SIGUSR1);
+  size_t untouched = 0;
+  while (untouched < size && static_cast<unsigned char>(stack[untouched]) == 0xa5) untouched++;
+  std::fprintf(stderr, "hostile: the handler used %zu of %zu bytes\n", size - untouched, size);
+  std::fprintf(out, "a policy made on a %zu KiB signal stack: %s\n", size >> 10,
+               handler_ran.load() == 1 ? "yes" : "no");
+}
+
 }  // namespace
 
 #ifdef HOSTILE_MIXED_ABI
@@ -362,6 +395,10 @@ int main(int argc, char** argv) {
     ClosedFds(dir);
   } else if (mode == "small-stack") {
     SmallStack();
+  } else if (mode == "alt-stack-8k") {
+    AltStack(8 << 10);
+  } else if (mode == "alt-stack-16k") {
+    AltStack(16 << 10);
   } else if (mode == "db-dlopen" && plugin != nullptr) {
     if (dlopened_policy == nullptr) die("NewBloomFilterPolicy returned NULL");
     Database(dir + "/db", dlopened_policy, 5000, false);

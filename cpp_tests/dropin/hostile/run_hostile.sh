@@ -77,6 +77,8 @@ check dlopen_initializer hostile dlopen-init served "$init"
 check setenv hostile setenv served
 check closed_fds hostile_static_libstdcxx closed-fds served
 check small_stack hostile small-stack served
+check alt_stack_8k hostile alt-stack-8k served
+check alt_stack_16k hostile alt-stack-16k served
 check tsan_db hostile_tsan db served
 check tsan_setenv hostile_tsan setenv served
 

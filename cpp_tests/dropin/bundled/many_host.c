@@ -1,0 +1,25 @@
+/* A host that loads many plugins, each carrying a LevelDB Bloom policy of its own, and keeps
+ * them all loaded: the drop-in must serve or decline each, and its statistics count every one
+ * of them exactly, however many (run_many.sh loads 300, a third of them a fork's).
+ *
+ * Usage: many_host PLUGIN...   (runs each plugin's dropin_workload_main, in order, and prints
+ *                               what each printed) */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    void *handle = dlopen(argv[i], RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+      fprintf(stderr, "many_host: %s\n", dlerror());
+      return 1;
+    }
+    int (*workload)(int, char **) = (int (*)(int, char **))dlsym(handle, "dropin_workload_main");
+    if (workload == NULL || workload(0, NULL) != 0) {
+      fprintf(stderr, "many_host: %s: its workload failed\n", argv[i]);
+      return 1;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,3 @@
+module leveldbprogram
+
+go 1.19
