@@ -100,8 +100,9 @@ enum Command {
     /// The drop-in (libleveldb_bloom_dropin.so, beside the command or named by --dropin)
     /// reaches every process the program starts. The program's input, output and exit
     /// status are its own (a signal n as 128 + n). At exit, a summary on standard error:
-    /// each LevelDB served (by std::string layout) or left to stock's code and why,
-    /// filters built, queries and the share ruled out.
+    /// the policies served, declined (the LevelDB's own kept) and refused, each LevelDB
+    /// served and whose code writes its filters, filters built, queries and the share ruled
+    /// out.
     Run(run::Run),
 }
 

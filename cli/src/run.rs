@@ -410,8 +410,8 @@ fn said(summary: &Summary, program: &str) -> String {
     }
     let _ = writeln!(
         text,
-        "  the drop-in reported from {} {}; policies: {} served, {} left to the LevelDB's own \
-         (declined), {} refused",
+        "  the drop-in reported from {} {}; policies: {} served, {} declined (the LevelDB's \
+         own kept), {} refused",
         summary.processes,
         if summary.processes == 1 {
             "process"

@@ -135,7 +135,7 @@ fn a_leveldb_program_is_served_and_its_status_is_its_own() {
     let said = stderr(&out);
     assert!(
         said.contains("exited 7")
-            && said.contains("policies: 1 served")
+            && said.contains("policies: 1 served, 0 declined")
             && said.contains("ruled out"),
         "{said}"
     );

@@ -8,13 +8,22 @@
  * Writes 1000 keys with 10 bits per key Bloom filters, compacts, reads each back and 1000
  * absent keys; exit status 0 only if every answer is right.
  *
- * Usage: local_leveldb LIBLEVELDB DB_DIR
+ * With FORKS, it then forks that many times while another thread makes and destroys policies
+ * without pause, and each child makes a policy of its own: no child may hang. (On a glibc
+ * older than 2.35 the drop-in finds such a LevelDB with dl_iterate_phdr, whose lock a fork
+ * would leave held in the child if it took one under way.)
+ *
+ * Usage: local_leveldb LIBLEVELDB DB_DIR [FORKS]
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define FUNCTIONS(X)                                                                       \
   X(void *, leveldb_options_create, (void))                                                \
@@ -45,9 +54,40 @@ static void check(char *err, const char *what) {
   }
 }
 
+static atomic_int stop_making;
+
+static void *make_policies(void *unused) {
+  (void)unused;
+  while (!atomic_load(&stop_making)) leveldb_filterpolicy_destroy(leveldb_filterpolicy_create_bloom(10));
+  return NULL;
+}
+
+/* Forks `forks` times while a thread makes policies; how many children did not exit 0. */
+static int fork_while_making(int forks) {
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, make_policies, NULL) != 0) return forks;
+  int failed = 0;
+  for (int i = 0; i < forks; i++) {
+    const pid_t child = fork();
+    if (child == 0) {
+      alarm(20); /* a child that hangs dies, and counts as failed */
+      leveldb_filterpolicy_destroy(leveldb_filterpolicy_create_bloom(10));
+      _exit(0);
+    }
+    int status = 0;
+    if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+      failed++;
+    }
+  }
+  atomic_store(&stop_making, 1);
+  pthread_join(thread, NULL);
+  return failed;
+}
+
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: local_leveldb LIBLEVELDB DB_DIR\n");
+  if (argc != 3 && argc != 4) {
+    fprintf(stderr, "usage: local_leveldb LIBLEVELDB DB_DIR [FORKS]\n");
     return 2;
   }
   void *leveldb = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -92,6 +132,11 @@ int main(int argc, char **argv) {
   leveldb_filterpolicy_destroy(policy);
   if (wrong != 0) {
     fprintf(stderr, "local_leveldb: %d wrong answers\n", wrong);
+    return 1;
+  }
+  const int failed = argc == 4 ? fork_while_making(atoi(argv[3])) : 0;
+  if (failed != 0) {
+    fprintf(stderr, "local_leveldb: %d of %s children failed or hung\n", failed, argv[3]);
     return 1;
   }
   return 0;

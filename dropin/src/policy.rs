@@ -434,6 +434,15 @@ unsafe extern "C-unwind" fn create_filter(
     answers.record_filter_written_elsewhere(usize::try_from(n).unwrap_or(0));
 }
 
+/// On Windows no layout is ever proven: nothing to append with.
+///
+/// # Safety
+/// None needed: it cannot be called (`StringAbi` has no value there).
+#[cfg(windows)]
+unsafe fn append_filter(_: &Answers, abi: StringAbi, _: *const Slice, _: c_int, _: *mut c_void) {
+    match abi {}
+}
+
 /// Appends the filter straight into the string (no buffer of our own, no copy), grown by its
 /// own layout's code; the filter every reader answers "may match" if it cannot be built.
 ///
