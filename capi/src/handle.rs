@@ -10,7 +10,7 @@ use leveldb_bloom::{
 /// A query whose arguments passed `leveldb_bloom_key_may_match`'s checks: `key` and `filter`
 /// not NULL, pointing to `key_len` and `filter_len` readable bytes, both lengths below
 /// `isize::MAX`.
-pub(crate) type Query =
+pub type Query =
     unsafe extern "C" fn(&leveldb_bloom_policy, *const u8, usize, *const u8, usize) -> bool;
 
 /// A filter policy named `leveldb.BuiltinBloomFilter2`: LevelDB's Bloom filters, or the
@@ -44,6 +44,13 @@ macro_rules! with_policy {
 }
 
 impl leveldb_bloom_policy {
+    /// The function that answers this policy's single-key queries once their arguments have
+    /// passed `leveldb_bloom_key_may_match`'s checks ([`Query`]): for a caller that makes
+    /// those checks itself, one call fewer (the drop-in's `KeyMayMatch`). Rust only.
+    pub fn checked_query(&self) -> Query {
+        self.query
+    }
+
     /// Counts, if this policy counts, a filter of `num_keys` keys that other code wrote for
     /// it in its format (for the drop-in: LevelDB's own Bloom policy). Rust only.
     pub fn record_filter_written_elsewhere(&self, num_keys: usize) {

@@ -36,6 +36,7 @@ pub use boundary::panic_injection;
 pub use callbacks::*;
 pub use filter::*;
 pub use filter_block::*;
+pub use handle::Query;
 pub use policy::*;
 pub use query::leveldb_bloom_key_may_match;
 pub use stats::*;

@@ -1,7 +1,8 @@
 """Proves the preloaded drop-in serves a LevelDB program as its users install it (plyvel's
 wheel, Node.js addons from npm, each carrying its own LevelDB), and changes nothing stored.
 
-Usage: python3 carrier_proof.py DROPIN_SO WORK_DIR NAME LEVELDB COMPACT_WRITER -- COMMAND...
+Usage: python3 carrier_proof.py DROPIN_SO WORK_DIR NAME LEVELDB BLOOM_WRITER COMPACT_WRITER \
+           -- COMMAND...
 
 COMMAND DB_DIR writes a workload and reads it back, printing name=value lines (puts,
 deletes, present_lookups, absent_lookups, digest); COMMAND --read DB_DIR reads a database
@@ -13,8 +14,8 @@ LEVELDB_BLOOM_STATS_FILE set:
   compact   the same, LEVELDB_BLOOM_FORMAT=compact -> same output
 
 and the drop-in's statistics must show that it served every policy, that the LevelDB served
-is the one whose path holds LEVELDB, written by its own Bloom policy (bloom) or as
-COMPACT_WRITER says (compact), and that it answered the lookups: no_match covers at least
+is the one whose path holds LEVELDB, written as BLOOM_WRITER (bloom) or COMPACT_WRITER
+(compact) says, and that it answered the lookups: no_match covers at least
 90% of the absent lookups, each of which asks one filter. Then the program without the
 drop-in reads each drop-in database whole: the pairs the stock run wrote.
 """
@@ -70,7 +71,7 @@ def served_by(text, leveldb, writer):
                                 for line in served)
 
 
-def main(dropin, work, name, leveldb, compact_writer, separator, *command):
+def main(dropin, work, name, leveldb, bloom_writer, compact_writer, separator, *command):
     if separator != "--" or not command:
         sys.exit(__doc__)
     work = Path(work)
@@ -94,7 +95,7 @@ def main(dropin, work, name, leveldb, compact_writer, separator, *command):
         text = stats_path.read_text()
         stats = parse(text)
         counts = {k: int(v) for k, v in stats.items() if v.isdigit()}
-        writer = compact_writer if arrangement == "compact" else "its own Bloom policy writes"
+        writer = compact_writer if arrangement == "compact" else bloom_writer
         checks = {
             "served=yes": stats.get("served") == "yes",
             f"format={arrangement}": stats.get("format") == arrangement,

@@ -9,10 +9,9 @@
 #
 # COMPACT adds an arrangement, preload_compact: STOCK preloaded with LEVELDB_BLOOM_FORMAT=compact
 # (same output, its own tables). The statistics must say, for every LevelDB served, who wrote
-# its filters: BLOOM_WRITER for Bloom filters preloaded or linked ahead (default "its own Bloom
-# policy writes": the LevelDB's own policy), COMPACT_WRITER for compact ones (default "its C
-# API writes": the LevelDB's own C wrapper), STATIC_WRITER for the static route (default "its
-# C API writes"). PRELOAD_SERVES=OFF is for a program with LevelDB compiled in, whose calls
+# its filters: BLOOM_WRITER for Bloom filters preloaded or linked ahead, COMPACT_WRITER for
+# compact ones, STATIC_WRITER for the static route (each by default "its C API writes": the
+# LevelDB's own C wrapper; a LevelDB without one: "its own Bloom policy writes"). PRELOAD_SERVES=OFF is for a program with LevelDB compiled in, whose calls
 # never leave the executable: preloaded, the drop-in must change nothing and its statistics
 # file must say served=no. DECLINED=ON is for a LevelDB whose Bloom policy does not speak the
 # format (a fork that gives LevelDB's name to another filter): every drop-in arrangement must
@@ -96,7 +95,7 @@ if(DECLINED)
   set(expected_served declined)
 endif()
 if(NOT DEFINED BLOOM_WRITER)
-  set(BLOOM_WRITER "its own Bloom policy writes")
+  set(BLOOM_WRITER "its C API writes")
 endif()
 if(NOT DEFINED COMPACT_WRITER)
   set(COMPACT_WRITER "its C API writes")

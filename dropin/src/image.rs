@@ -135,46 +135,48 @@ extern "C" fn after_fork_in_child() {
     FORKING.store(false, SeqCst);
 }
 
-/// The object holding `address`, from `dl_iterate_phdr`, kept out of every `fork`.
+/// The object holding `address`, from `dl_iterate_phdr`.
 fn iterated_to(address: *const c_void) -> Option<LoadedObject> {
-    /// What the callback takes from the entry that holds the address.
-    struct Found {
-        address: usize,
-        name: *const c_char,
-        base: usize,
-        headers: *const ElfPhdr,
-        count: usize,
+    let address = address as usize;
+    each_object(|object| object.spans(address))
+}
+
+/// The first loaded object, in the loader's order, for which `take` holds, from
+/// `dl_iterate_phdr`, kept out of every `fork`.
+pub(crate) fn each_object<F: FnMut(&LoadedObject) -> bool>(take: F) -> Option<LoadedObject> {
+    struct Visit<F> {
+        take: F,
+        found: Option<LoadedObject>,
     }
-    unsafe extern "C" fn visit(
+    unsafe extern "C" fn visit_one<F: FnMut(&LoadedObject) -> bool>(
         info: *mut libc::dl_phdr_info,
         _: usize,
         data: *mut c_void,
     ) -> c_int {
-        // SAFETY: `data` is the `Found` below; `info` the loader's entry, whose `dlpi_phdr`
+        // SAFETY: `data` is the `Visit` below; `info` the loader's entry, whose `dlpi_phdr`
         // is an array of `dlpi_phnum` headers.
-        let (found, info) = unsafe { (&mut *data.cast::<Found>(), &*info) };
-        if info.dlpi_phdr.is_null() {
-            return 0;
-        }
-        // SAFETY: as above.
-        let headers = unsafe {
-            std::slice::from_raw_parts(
-                info.dlpi_phdr.cast::<ElfPhdr>(),
-                usize::from(info.dlpi_phnum),
-            )
+        let (visit, info) = unsafe { (&mut *data.cast::<Visit<F>>(), &*info) };
+        let headers = if info.dlpi_phdr.is_null() {
+            &[]
+        } else {
+            // SAFETY: as above.
+            unsafe {
+                std::slice::from_raw_parts(
+                    info.dlpi_phdr.cast::<ElfPhdr>(),
+                    usize::from(info.dlpi_phnum),
+                )
+            }
         };
         let base = info.dlpi_addr as usize;
-        if !headers
-            .iter()
-            .any(|h| h.p_type == libc::PT_LOAD && in_segment(base, h, found.address))
-        {
-            return 0;
+        let object = span_of(base, headers)
+            .and_then(|span| LoadedObject::new(info.dlpi_name, base, headers, span));
+        match object {
+            Some(object) if (visit.take)(&object) => {
+                visit.found = Some(object);
+                1
+            }
+            _ => 0,
         }
-        found.name = info.dlpi_name;
-        found.base = base;
-        found.headers = headers.as_ptr();
-        found.count = headers.len();
-        1
     }
     loop {
         while FORKING.load(SeqCst) {
@@ -187,30 +189,12 @@ fn iterated_to(address: *const c_void) -> Option<LoadedObject> {
         }
         ITERATING.fetch_sub(1, SeqCst);
     }
-    let mut found = Found {
-        address: address as usize,
-        name: std::ptr::null(),
-        base: 0,
-        headers: std::ptr::null(),
-        count: 0,
-    };
+    let mut visit = Visit { take, found: None };
     // SAFETY: `visit` matches the callback type and only reads what the loader hands it;
-    // `found` outlives the call.
-    unsafe { libc::dl_iterate_phdr(Some(visit), (&raw mut found).cast()) };
+    // `visit` outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(visit_one::<F>), (&raw mut visit).cast()) };
     ITERATING.fetch_sub(1, SeqCst);
-    if found.headers.is_null() {
-        return None;
-    }
-    // SAFETY: the loader's program headers of a loaded object, mapped while it is.
-    let headers = unsafe { std::slice::from_raw_parts(found.headers, found.count) };
-    let span = span_of(found.base, headers)?;
-    LoadedObject::new(found.name, found.base, headers, span)
-}
-
-/// Whether `address` lies in the loadable segment `header` of the object at `base`.
-fn in_segment(base: usize, header: &ElfPhdr, address: usize) -> bool {
-    let start = base.wrapping_add(header.p_vaddr as usize);
-    start <= address && address < start.wrapping_add(header.p_memsz as usize)
+    visit.found
 }
 
 /// The range the loadable segments of the object at `base` span, whole pages.
@@ -232,38 +216,8 @@ fn span_of(base: usize, headers: &[ElfPhdr]) -> Option<(usize, usize)> {
 /// Whether the drop-in's code is the program's own (asked of the loader at load only): the
 /// first object `dl_iterate_phdr` reports is the program.
 fn own_is_program() -> bool {
-    unsafe extern "C" fn visit(
-        info: *mut libc::dl_phdr_info,
-        _size: libc::size_t,
-        data: *mut c_void,
-    ) -> c_int {
-        // SAFETY: `data` is the `usize` handed to dl_iterate_phdr below; `info` is the
-        // dynamic linker's entry for the program, its `dlpi_phdr` an array of `dlpi_phnum`
-        // headers.
-        unsafe {
-            let own = &mut *data.cast::<usize>();
-            let info = &*info;
-            let headers = if info.dlpi_phdr.is_null() {
-                &[]
-            } else {
-                std::slice::from_raw_parts(
-                    info.dlpi_phdr.cast::<ElfPhdr>(),
-                    usize::from(info.dlpi_phnum),
-                )
-            };
-            let base = info.dlpi_addr as usize;
-            let holds = headers
-                .iter()
-                .any(|h| h.p_type == libc::PT_LOAD && in_segment(base, h, *own));
-            *own = usize::from(holds);
-            1
-        }
-    }
-    let mut own = own_is_program as *const () as usize;
-    // SAFETY: `visit` matches the callback type and only reads what the dynamic linker hands
-    // it; `own` outlives the call.
-    unsafe { libc::dl_iterate_phdr(Some(visit), (&raw mut own).cast()) };
-    own == 1
+    let own = own_is_program as *const () as usize;
+    each_object(|_| true).is_some_and(|program| program.spans(own))
 }
 
 /// A loaded object, as found by [`Loader::holding`].

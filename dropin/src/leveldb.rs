@@ -13,7 +13,7 @@
 //! run time (`image.rs`).
 
 #[cfg(unix)]
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::ffi::{c_char, c_int, c_void};
 #[cfg(unix)]
 use std::sync::OnceLock;
@@ -201,98 +201,19 @@ fn own_code(object: &LoadedObject) -> Option<LevelDb> {
 #[cfg(unix)]
 fn displaced(loader: &Loader) -> Option<LevelDb> {
     let own = crate::new_bloom_filter_policy as *const () as usize;
-    let stock = |f: *mut c_void| !f.is_null() && f as usize != own && !defines_the_drop_in(f);
-    let found = [libc::RTLD_NEXT, libc::RTLD_DEFAULT]
+    let stock = |object: &LoadedObject| {
+        object
+            .definition(NEW_POLICY.to_bytes())
+            .is_some_and(|f| f != own)
+            && object.definition(DROPIN_ENTRY.to_bytes()).is_none()
+    };
+    [libc::RTLD_NEXT, libc::RTLD_DEFAULT]
         .into_iter()
         // SAFETY: a pseudo-handle and a C string; the result is NULL or a definition.
         .map(|scope| unsafe { libc::dlsym(scope, NEW_POLICY.as_ptr()) })
-        .find(|&f| stock(f))
-        .or_else(|| {
-            loaded_objects()
-                .into_iter()
-                .find_map(|name| defined_in(&name, NEW_POLICY).filter(|&f| stock(f)))
-        })?;
-    let object = loader.holding(found);
-    let c_api = object
-        .as_ref()
-        .and_then(|o| o.definition(C_CREATE.to_bytes()));
-    Some(LevelDb {
-        // SAFETY: a definition of `leveldb::NewBloomFilterPolicy(int)`.
-        new_policy: Some(unsafe { std::mem::transmute::<*mut c_void, NewPolicyFn>(found) }),
-        // SAFETY: that object's own `leveldb_filterpolicy_create`.
-        c_api: c_api.map(|f| unsafe { std::mem::transmute::<usize, CreateFn>(f) }),
-        object,
-    })
-}
-
-/// The names of the loaded shared objects, in the order they were loaded (the program's
-/// own, which has no name, left out). Asked of the loader at load only.
-#[cfg(unix)]
-fn loaded_objects() -> Vec<CString> {
-    unsafe extern "C" fn each(
-        info: *mut libc::dl_phdr_info,
-        _size: usize,
-        names: *mut c_void,
-    ) -> libc::c_int {
-        // SAFETY: `dl_iterate_phdr` passes a valid `info`, and `names` is the vector below.
-        let (info, names) = unsafe { (&*info, &mut *names.cast::<Vec<CString>>()) };
-        if !info.dlpi_name.is_null() {
-            // SAFETY: a loaded object's name, NUL-terminated.
-            let name = unsafe { CStr::from_ptr(info.dlpi_name) };
-            if !name.is_empty() {
-                names.push(name.to_owned());
-            }
-        }
-        0
-    }
-    let mut names: Vec<CString> = Vec::new();
-    // SAFETY: the callback only reads `info` and pushes to `names`, which outlives the call.
-    unsafe { libc::dl_iterate_phdr(Some(each), (&raw mut names).cast()) };
-    names
-}
-
-/// The definition of `symbol` the loaded object `name` itself holds, if any. At load only.
-#[cfg(unix)]
-fn defined_in(name: &CStr, symbol: &CStr) -> Option<*mut c_void> {
-    // SAFETY: RTLD_NOLOAD loads nothing; the handle only adds a reference, dropped below.
-    let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
-    if handle.is_null() {
-        return None;
-    }
-    // SAFETY: a handle from `dlopen` and a C string.
-    let f = unsafe { libc::dlsym(handle, symbol.as_ptr()) };
-    // SAFETY: the handle `dlopen` returned, closed once.
-    unsafe { libc::dlclose(handle) };
-    // A handle's lookup also searches the object's dependencies: only its own counts.
-    (!f.is_null()
-        && object_of(f).is_some_and(|info| {
-            // SAFETY: `dladdr` names the object with a NUL-terminated string it keeps.
-            !info.dli_fname.is_null() && unsafe { CStr::from_ptr(info.dli_fname) } == name
-        }))
-    .then_some(f)
-}
-
-/// What `dladdr` says of the object holding `address`. At load only.
-#[cfg(unix)]
-fn object_of(address: *const c_void) -> Option<libc::Dl_info> {
-    // SAFETY: `Dl_info` is plain data, filled by `dladdr` when it returns non-zero.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: any address may be asked about; `info` is writable.
-    (unsafe { libc::dladdr(address, &mut info) } != 0).then_some(info)
-}
-
-/// Whether the object defining `f` is a drop-in: it defines the drop-in's own entry point
-/// too. At load only. An object the loader cannot name is not one.
-#[cfg(unix)]
-fn defines_the_drop_in(f: *mut c_void) -> bool {
-    let Some(info) = object_of(f) else {
-        return false;
-    };
-    if info.dli_fname.is_null() {
-        return false;
-    }
-    // SAFETY: `dladdr`'s name of a loaded object.
-    let name = unsafe { CStr::from_ptr(info.dli_fname) };
-    defined_in(name, DROPIN_ENTRY)
-        .is_some_and(|entry| object_of(entry).is_some_and(|e| e.dli_fbase == info.dli_fbase))
+        .filter(|f| !f.is_null())
+        .filter_map(|f| loader.holding(f))
+        .find(stock)
+        .or_else(|| crate::image::each_object(stock))
+        .and_then(|object| own_code(&object))
 }

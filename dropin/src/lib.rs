@@ -8,9 +8,9 @@
 //!
 //! **LevelDB's own code writes LevelDB's strings.** A policy's `CreateFilter` appends to a
 //! `std::string` of the calling LevelDB's, whose layout and library the drop-in need not
-//! know: the LevelDB's own Bloom policy (the definition the drop-in displaced) writes Bloom
-//! filters, whose bytes are the format's, and the LevelDB's own C API wrapper writes compact
-//! ones, appending what the C API's callback builds (`policy.rs`). The drop-in answers the
+//! know: the LevelDB's own C API wrapper appends what the C API's callback builds, and a
+//! LevelDB without a C API has its own Bloom policy (the definition the drop-in displaced)
+//! write Bloom filters, whose bytes are the format's (`policy.rs`). The drop-in answers the
 //! queries. It serves only a LevelDB whose own Bloom policy speaks the format (`speaks.rs`);
 //! another gets that policy unchanged.
 //!

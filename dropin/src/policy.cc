@@ -53,6 +53,10 @@ static_assert(sizeof(Slice) == sizeof(leveldb_bloom_slice) &&
 struct LeveldbBloomDropinPolicy;
 using CreateFilterFn = void (*)(const LeveldbBloomDropinPolicy* policy, const Slice* keys, int n,
                                 void* dst);
+// The C API's answer for `answers` to arguments that passed leveldb_bloom_key_may_match's
+// checks (policy.rs hands it over with each policy).
+using QueryFn = bool (*)(const leveldb_bloom_policy* answers, const char* key, size_t key_len,
+                         const char* filter, size_t filter_len);
 using FreeFn = void (*)(LeveldbBloomDropinPolicy* policy);
 
 namespace {
@@ -60,8 +64,12 @@ namespace {
 class DropInPolicy final {
  public:
   DropInPolicy(LeveldbBloomDropinPolicy* policy, const leveldb_bloom_policy* answers,
-               CreateFilterFn create_filter, FreeFn free)
-      : policy_(policy), answers_(answers), create_filter_(create_filter), free_(free) {}
+               QueryFn query, CreateFilterFn create_filter, FreeFn free)
+      : policy_(policy),
+        answers_(answers),
+        query_(query),
+        create_filter_(create_filter),
+        free_(free) {}
   DropInPolicy(const DropInPolicy&) = delete;
   DropInPolicy& operator=(const DropInPolicy&) = delete;
 
@@ -75,16 +83,23 @@ class DropInPolicy final {
     create_filter_(policy_, keys, n, dst);
   }
 
-  // The C API's query, LevelDB's pointers and lengths passed on as they are.
+  // The C API's query, reached in as few steps as LevelDB's own: its checks here, then the
+  // function chosen for the policy (its format, the processor's instructions). A NULL or a
+  // length no object can have goes to leveldb_bloom_key_may_match, which answers it.
   virtual bool KeyMayMatch(const Slice& key, const Slice& filter) const {
-    return leveldb_bloom_key_may_match(answers_, key.data, key.size,
-                                       reinterpret_cast<const uint8_t*>(filter.data),
-                                       filter.size);
+    if (key.data == nullptr || filter.data == nullptr ||
+        (key.size | filter.size) > static_cast<size_t>(PTRDIFF_MAX)) {
+      return leveldb_bloom_key_may_match(answers_, key.data, key.size,
+                                         reinterpret_cast<const uint8_t*>(filter.data),
+                                         filter.size);
+    }
+    return query_(answers_, key.data, key.size, filter.data, filter.size);
   }
 
  private:
   LeveldbBloomDropinPolicy* const policy_;
   const leveldb_bloom_policy* const answers_;
+  const QueryFn query_;
   const CreateFilterFn create_filter_;
   const FreeFn free_;
 };
@@ -96,9 +111,10 @@ class DropInPolicy final {
 // `new` throws std::bad_alloc, as LevelDB's own would; the caller then still owns `policy`.
 extern "C" const void* leveldb_bloom_dropin_object_new(LeveldbBloomDropinPolicy* policy,
                                                        const leveldb_bloom_policy* answers,
+                                                       QueryFn query,
                                                        CreateFilterFn create_filter,
                                                        FreeFn free) {
-  return new DropInPolicy(policy, answers, create_filter, free);
+  return new DropInPolicy(policy, answers, query, create_filter, free);
 }
 
 // A stock policy's Name, CreateFilter (with that LevelDB's own string code), KeyMayMatch, and

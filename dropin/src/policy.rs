@@ -1,16 +1,15 @@
-//! The policy a LevelDB gets, built on the C API's policy (`leveldb_bloom_policy`, which
-//! answers every query and builds every filter the drop-in builds), written into LevelDB's
-//! strings by LevelDB's own code wherever it has some:
+//! The policy a LevelDB gets: the drop-in's object (policy.cc), which answers every query
+//! with the C API's policy (`leveldb_bloom_policy`), and whose filters LevelDB's own code
+//! appends to LevelDB's strings wherever it has some:
 //!
-//! - **Bloom filters**, where the LevelDB has a Bloom policy of its own: the drop-in's object
-//!   (policy.cc) answers the queries, and that LevelDB's Bloom policy writes the filters: by
-//!   the format, the bytes the drop-in would have written.
-//! - **Compact filters, or where the drop-in displaced the LevelDB's only Bloom policy** (the
-//!   static route): the LevelDB's own C wrapper, `leveldb_filterpolicy_create`, over the C
-//!   API's callbacks; the wrapper appends what the callback builds, with its own string code.
-//! - **Neither** (a LevelDB without `db/c.cc`): the drop-in's object writes the string itself,
-//!   where `owner.rs` proves how; else Bloom filters by that LevelDB's own policy, and where it
-//!   has none, no policy (NULL, said and counted).
+//! - **its C API** (`leveldb_filterpolicy_create`): a wrapper of LevelDB's over the C API's
+//!   callbacks, which the object asks for each filter; the wrapper appends what the callback
+//!   builds, with LevelDB's own string code. Both formats, and the static route.
+//! - **else its own Bloom policy** (the definition the drop-in displaced), for Bloom filters:
+//!   by the format, the bytes the drop-in would have built.
+//! - **else the drop-in**, for compact filters (or where the LevelDB has neither), where
+//!   `owner.rs` proves how; else Bloom filters by that LevelDB's own policy, and where it has
+//!   none, no policy (NULL, said and counted).
 //!
 //! A LevelDB whose Bloom policy does not speak the format (`speaks.rs`) gets that policy,
 //! unchanged.
@@ -55,6 +54,7 @@ unsafe extern "C-unwind" {
     fn leveldb_bloom_dropin_object_new(
         policy: *mut c_void,
         answers: *const c_void,
+        query: capi::Query,
         create_filter: CreateFilterFn,
         free: FreeFn,
     ) -> *const c_void;
@@ -88,6 +88,9 @@ struct Policy {
 
 /// Who writes the filters of the drop-in's object.
 enum Writer {
+    /// The LevelDB's own C API wrapper over the C API's callbacks (owned; it counts what it
+    /// builds).
+    CApi(Stock),
     /// The LevelDB's own Bloom policy (owned).
     Stock(Stock),
     /// The drop-in, in the string layout proven for that LevelDB.
@@ -246,15 +249,14 @@ pub(crate) fn for_leveldb(
     let Some(answers) = Answers::new(format) else {
         return stock.map_or_else(|| refused("memory ran out"), Stock::into_raw);
     };
-    let (writer, how) = match (compact, stock, leveldb.c_api) {
-        (false, Some(stock), _) => (Writer::Stock(stock), "its own Bloom policy writes"),
-        (_, _, Some(create)) => {
-            stats::count_served();
-            stats::say_served(&leveldb.describe(), "its C API writes");
-            return c_wrapper(create, answers);
-        }
-        (true, Some(stock), None) => return once_proven(answers, stock, leveldb),
-        (_, None, None) => match proven(&leveldb) {
+    let (writer, how) = match (leveldb.c_api, compact, stock) {
+        (Some(create), _, _) => match c_wrapper(create, format) {
+            Some(wrapper) => (Writer::CApi(wrapper), "its C API writes"),
+            None => return refused("memory ran out"),
+        },
+        (None, false, Some(stock)) => (Writer::Stock(stock), "its own Bloom policy writes"),
+        (None, true, Some(stock)) => return once_proven(answers, stock, leveldb),
+        (None, _, None) => match proven(&leveldb) {
             Ok(abi) => (Writer::Own(abi), how_own(abi)),
             Err(why) => return unwritable(&leveldb, &why),
         },
@@ -323,43 +325,34 @@ fn refused(why: &str) -> *const c_void {
     std::ptr::null()
 }
 
-/// LevelDB's own C wrapper over the C API's callbacks and `answers` (which it then owns).
-fn c_wrapper(create: CreateFn, answers: Answers) -> *const c_void {
-    stats::policy_made();
-    let state = answers.into_raw().cast::<c_void>();
+/// LevelDB's own C wrapper (`create`, its `leveldb_filterpolicy_create`) over the C API's
+/// callbacks and a C API policy of `format`, which the wrapper owns; `None` if memory runs
+/// out. A `std::bad_alloc` from LevelDB's `new` passes through.
+fn c_wrapper(create: CreateFn, format: AnyPolicy) -> Option<Stock> {
+    let state = Answers::new(format)?.into_raw().cast::<c_void>();
     /// Destroys the state if LevelDB's `new` throws.
     struct FreeOnUnwind(*mut c_void);
     impl Drop for FreeOnUnwind {
         fn drop(&mut self) {
             // SAFETY: the state made above, not owned by a wrapper.
-            unsafe { destroy_state(self.0) };
+            unsafe { capi::leveldb_bloom_cb_destructor(self.0) };
         }
     }
     let guard = FreeOnUnwind(state);
     // SAFETY: LevelDB's `leveldb_filterpolicy_create`, given a live state and callbacks of
-    // the types c.h states; the wrapper owns the state from here (its destructor calls
-    // `destroy_state`).
+    // the types c.h states; the wrapper owns the state from here (its destructor calls the
+    // C API's destructor callback).
     let wrapper = unsafe {
         create(
             state,
-            destroy_state,
+            capi::leveldb_bloom_cb_destructor,
             capi::leveldb_bloom_cb_create_filter,
             capi::leveldb_bloom_cb_key_may_match,
             capi::leveldb_bloom_cb_name,
         )
     };
     std::mem::forget(guard);
-    wrapper
-}
-
-/// The wrapper's destructor callback: the C API's policy destroyed, the policy gone.
-///
-/// # Safety
-/// `state` is a policy `c_wrapper` handed to a wrapper, not used again.
-unsafe extern "C" fn destroy_state(state: *mut c_void) {
-    // SAFETY: as the caller guarantees.
-    unsafe { capi::leveldb_bloom_cb_destructor(state) };
-    stats::policy_gone();
+    NonNull::new(wrapper.cast_mut()).map(Stock)
 }
 
 /// A new object of the drop-in's (policy.cc) that answers with `answers` and writes with
@@ -378,9 +371,11 @@ fn object(answers: Answers, writer: Writer) -> *const c_void {
     let guard = FreeOnUnwind(raw);
     // SAFETY: `raw` is live; the object takes it, or throws and `guard` frees it.
     let object = unsafe {
+        let answers = (*raw).answers.0.as_ref();
         leveldb_bloom_dropin_object_new(
             raw.cast(),
             (*raw).answers.as_ptr().cast(),
+            answers.checked_query(),
             create_filter,
             free_policy,
         )
@@ -415,6 +410,13 @@ unsafe extern "C-unwind" fn create_filter(
     // SAFETY: the caller guarantees a live policy.
     let policy = unsafe { &*policy };
     let stock = match &policy.writer {
+        Writer::CApi(wrapper) => {
+            // SAFETY: the policy's wrapper, live while the policy is; the rest as this
+            // function's caller guarantees. The wrapper's callback counts what it builds.
+            return unsafe {
+                leveldb_bloom_dropin_stock_create_filter(wrapper.0.as_ptr(), keys, n, dst)
+            };
+        }
         Writer::Stock(stock) => stock,
         Writer::Own(abi) => {
             // SAFETY: as this function's caller guarantees, with `abi` proven for `dst`.

@@ -326,83 +326,63 @@ fn write_now() {
 }
 
 /// The file itself, with the system calls of the file's own alone (open, fstat, read,
-/// write, close), as a program whose calls are filtered to stock LevelDB's makes them.
-#[cfg(unix)]
-mod file {
-    use std::ffi::{CString, OsString};
-    use std::os::unix::ffi::OsStringExt;
-
-    fn open(path: &OsString, flags: libc::c_int) -> Option<libc::c_int> {
-        let path = CString::new(path.clone().into_vec()).ok()?;
-        // SAFETY: a C string and flags; a new descriptor or -1.
-        let fd = unsafe {
-            libc::open(
-                path.as_ptr(),
-                flags | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
-                0o644 as libc::c_uint,
-            )
-        };
-        (fd >= 0).then_some(fd)
-    }
-
-    /// The text of an existing statistics file (a regular file, up to 1 MiB).
-    pub(super) fn read(path: &OsString) -> Option<Vec<u8>> {
-        let fd = open(path, libc::O_RDONLY)?;
-        // SAFETY: all-zero bytes are a valid `stat`.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        let mut text: Vec<u8> = Vec::new();
-        // SAFETY: an open descriptor and a struct to fill.
-        if unsafe { libc::fstat(fd, &mut st) } == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG {
-            // Read on the heap: this may run on a signal handler's small stack.
-            while text.len() < 1 << 20 {
-                text.reserve(4096);
-                let room = text.spare_capacity_mut();
-                // SAFETY: reads into the vector's spare capacity, `room.len()` bytes.
-                let n = unsafe { libc::read(fd, room.as_mut_ptr().cast(), room.len()) };
-                let Ok(n @ 1..) = usize::try_from(n) else {
-                    break;
-                };
-                // SAFETY: `read` initialized the first `n` bytes of the spare capacity.
-                unsafe { text.set_len(text.len() + n) };
-            }
-        }
-        // SAFETY: the descriptor opened above, closed once.
-        unsafe { libc::close(fd) };
-        Some(text)
-    }
-
-    pub(super) fn write(path: &OsString, text: &[u8]) {
-        let Some(fd) = open(path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC) else {
-            return;
-        };
-        let mut rest = text;
-        while !rest.is_empty() {
-            // SAFETY: writes `rest`'s bytes.
-            let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
-            let Ok(n @ 1..) = usize::try_from(n) else {
-                break;
-            };
-            rest = &rest[n..];
-        }
-        // SAFETY: the descriptor opened above, closed once.
-        unsafe { libc::close(fd) };
-    }
-}
-
-#[cfg(windows)]
+/// write, close), as a program whose calls are filtered to stock LevelDB's makes them: no
+/// `metadata` or `read_to_end` (statx, lseek). Never through a link, never waiting on a FIFO.
 mod file {
     use std::ffi::OsString;
     use std::io::{Read, Write};
 
+    fn options() -> std::fs::OpenOptions {
+        let mut options = std::fs::OpenOptions::new();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options
+                .mode(0o644)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        }
+        options
+    }
+
+    /// Whether `file` is a regular file.
+    fn regular(file: &std::fs::File) -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            // SAFETY: all-zero bytes are a valid `stat`.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: an open descriptor and a struct to fill.
+            let statted = unsafe { libc::fstat(file.as_raw_fd(), &mut st) } == 0;
+            statted && st.st_mode & libc::S_IFMT == libc::S_IFREG
+        }
+        #[cfg(windows)]
+        {
+            let _ = file;
+            true
+        }
+    }
+
+    /// The text of an existing statistics file (a regular file, up to 1 MiB), read on the
+    /// heap: this may run on a signal handler's small stack.
     pub(super) fn read(path: &OsString) -> Option<Vec<u8>> {
-        let mut text = Vec::new();
-        let file = std::fs::File::open(path).ok()?;
-        file.take(1 << 20).read_to_end(&mut text).ok()?;
+        let mut file = options().read(true).open(path).ok()?;
+        let mut text = vec![0u8; 0];
+        if regular(&file) {
+            while text.len() < 1 << 20 {
+                let at = text.len();
+                text.resize(at + 4096, 0);
+                let n = file.read(&mut text[at..]).unwrap_or(0);
+                text.truncate(at + n);
+                if n == 0 {
+                    break;
+                }
+            }
+        }
         Some(text)
     }
 
     pub(super) fn write(path: &OsString, text: &[u8]) {
-        if let Ok(mut file) = std::fs::File::create(path) {
+        if let Ok(mut file) = options().write(true).create(true).truncate(true).open(path) {
             let _ = file.write_all(text);
         }
     }
