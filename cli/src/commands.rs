@@ -395,6 +395,11 @@ pub(crate) fn analyze_all(
         .as_ref()
         .map(|v| v.hazards(highest_logged.unwrap_or(0)))
         .unwrap_or_default();
+    let live = target
+        .version
+        .as_ref()
+        .map_or(&[][..], |v| v.live.as_slice());
+    let mut version = orphans::Version::new(live);
     let orphans = target
         .not_live
         .iter()
@@ -405,8 +410,13 @@ pub(crate) fn analyze_all(
             lacking: files::open_regular(file)
                 .map_err(|e| e.to_string())
                 .and_then(|(opened, len)| {
-                    orphans::records_beyond(&OpenTable::new(opened, len), last_sequence, &held)
-                        .map_err(|e| e.to_string())
+                    orphans::records_beyond(
+                        &OpenTable::new(opened, len),
+                        last_sequence,
+                        &held,
+                        &mut |key| version.holds(key),
+                    )
+                    .map_err(|e| e.to_string())
                 }),
         })
         .collect();

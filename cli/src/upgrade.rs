@@ -2,7 +2,6 @@
 //! and the result is proven (LevelDB reads the same records after it as before) or the
 //! database is put back exactly as it was ([`WayBack`]).
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::commands::{Analysis, Failure, OK, PROBLEM, analyze_all, emit, lock, lock_failure};
@@ -69,20 +68,105 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
                 shown(way_back.folder())
             ))
         })?;
-        let leveldb_error = rewrite_all(&db, before).err();
-        // The same records, read again through the rewritten tables.
-        let after = db.digest();
-        Ok((read, after, leveldb_error))
+        Ok((read, rewrite_all(&db, before).err()))
     })();
     // The files as LevelDB leaves them, before closing releases the process's lock.
     let as_left = Fingerprint::of(path).map_err(|e| cannot_fingerprint(path, &e));
     drop(db);
     let as_left = as_left?;
-    let (read_before, read_after, leveldb_error) = match checked {
+    let (read_before, leveldb_error) = match checked {
         Ok(done) => done,
         Err(failure) => return Err(put_back(path, &held, &way_back, &as_left, failure)),
     };
-    if read_after.as_ref() != Ok(&read_before) {
+    if let Some(e) = leveldb_error {
+        // What LevelDB wrote after an I/O error is not known to be on disk, whatever reads
+        // back now: the way back stays until an upgrade proves the database from the disk.
+        return Err(unfinished(path, &way_back, &e));
+    }
+    prove_on_disk(
+        path,
+        &held,
+        &way_back,
+        &as_left,
+        policy,
+        snappy,
+        &read_before,
+    )?;
+    // Proven: the way back goes.
+    way_back.discard().map_err(|e| {
+        Failure::error(format!(
+            "{}: the upgrade is proven, but its way back could not be removed ({e}); remove \
+             {} to free the old tables' space",
+            shown(path),
+            shown(way_back.folder())
+        ))
+    })?;
+    let after = analyze_all(path, true, None)?.tables;
+    emit(&report::summary("after", &report::total(&after)))?;
+    let stale: Vec<&str> = after
+        .iter()
+        .filter(|t| !t.problems.is_empty() || !carries(t, policy))
+        .map(|t| t.file.as_str())
+        .collect();
+    if stale.is_empty() {
+        return Ok(OK);
+    }
+    emit(&format!(
+        "not rewritten (they keep their old filters): {}\nthe upgrade did not finish, and \
+         every record reads as before, from the disk; running the upgrade again finishes the \
+         job\n",
+        stale.join(", ")
+    ))?;
+    Ok(PROBLEM)
+}
+
+/// Proves the rewrite from the disk (LevelDB closed, with no error): the directory synced,
+/// the database opened again, LevelDB reads what it read before. Otherwise the database is
+/// put back, or its way back kept where it cannot be. The command holds the lock after.
+#[allow(clippy::too_many_arguments)]
+fn prove_on_disk(
+    path: &Path,
+    held: &DatabaseLock,
+    way_back: &WayBack,
+    as_left: &Fingerprint,
+    policy: AnyPolicy,
+    snappy: bool,
+    read_before: &way_back::Digest,
+) -> Result<(), Failure> {
+    let keep = |why: String| kept_back(path, way_back, &why);
+    held.retake().map_err(|e| {
+        keep(format!(
+            "{}: the upgrade is not proven: {}",
+            shown(path),
+            lock_failure(path, true, e).message
+        ))
+    })?;
+    let unchanged = Fingerprint::of(path).map_err(|e| cannot_fingerprint(path, &e))?;
+    if unchanged != *as_left {
+        return Err(keep(format!(
+            "{}: the upgrade is not proven: {}",
+            shown(path),
+            way_back::PutBackError::Changed
+        )));
+    }
+    way_back::sync_dir(path).map_err(|e| {
+        keep(format!(
+            "{}: rewritten, but LevelDB's files cannot be made durable ({e})",
+            shown(path)
+        ))
+    })?;
+    let db = Db::open(path, Some(policy), snappy, false).map_err(|e| {
+        let failure = Failure::damaged(format!(
+            "{}: LevelDB cannot open the rewritten database ({e}): the upgrade is not proven",
+            shown(path)
+        ));
+        put_back(path, held, way_back, as_left, failure)
+    })?;
+    let read_after = db.digest();
+    let reopened = Fingerprint::of(path).map_err(|e| cannot_fingerprint(path, &e));
+    drop(db);
+    let reopened = reopened?;
+    if read_after.as_ref() != Ok(read_before) {
         let after = match &read_after {
             Ok(read) => format!("{read} after it"),
             Err(e) => format!("cannot read it after it ({e})"),
@@ -92,54 +176,44 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
              not proven",
             shown(path)
         ));
-        return Err(put_back(path, &held, &way_back, &as_left, failure));
+        return Err(put_back(path, held, way_back, &reopened, failure));
     }
-    // Proven: the way back goes, whoever holds the database now.
-    way_back.discard().map_err(|e| {
-        Failure::error(format!(
-            "{}: the upgrade is proven, but its way back could not be removed ({e}); remove \
-             {} to free the old tables' space",
+    held.retake().map_err(|e| {
+        keep(format!(
+            "{}: rewritten and proven, {}",
             shown(path),
-            shown(way_back.folder())
+            lock_failure(path, true, e).message
         ))
     })?;
-    // Closing the database released the process's lock: take it back to read the result.
-    held.retake().map_err(|e| lock_failure(path, true, e))?;
-    let after = analyze_all(path, true, None)?.tables;
-    emit(&report::summary("after", &report::total(&after)))?;
-    let stale: Vec<&str> = after
-        .iter()
-        .filter(|t| !t.problems.is_empty() || !carries(t, policy))
-        .map(|t| t.file.as_str())
-        .collect();
-    if stale.is_empty() && leveldb_error.is_none() {
-        return Ok(OK);
-    }
-    let mut out = String::new();
-    if !stale.is_empty() {
-        let _ = writeln!(
-            out,
-            "not rewritten (they keep their old filters): {}",
-            stale.join(", ")
-        );
-    }
-    if let Some(e) = &leveldb_error {
-        let _ = writeln!(out, "LevelDB reported: {e}");
-    }
-    let full = leveldb_error.as_deref().is_some_and(disk_full);
-    let _ = writeln!(
-        out,
-        "the upgrade did not finish, and every record reads as before; {}",
-        if full {
-            "the disk is full: LevelDB may need free space to open the database again (it \
-             rewrites its MANIFEST at open), and LevelDB's partial tables may be taking some; \
-             free some space, then run the upgrade again: it finishes the job"
-        } else {
-            "running the upgrade again finishes the job"
-        }
-    );
-    emit(&out)?;
-    Ok(PROBLEM)
+    // LevelDB's open renamed a new CURRENT into place: durable before the way back goes.
+    way_back::sync_dir(path).map_err(|e| {
+        keep(format!(
+            "{}: rewritten and proven, but LevelDB's files cannot be made durable ({e})",
+            shown(path)
+        ))
+    })
+}
+
+/// What to say when LevelDB reported `error` during the rewrite: the way back is kept, and
+/// the next upgrade settles the database from what is on disk.
+fn unfinished(path: &Path, way_back: &WayBack, error: &str) -> Failure {
+    let room = if disk_full(error) {
+        " (free some space first: the way back holds the old tables' space, and LevelDB \
+         needs room to open the database)"
+    } else {
+        ""
+    };
+    Failure::damaged(format!(
+        "{}: LevelDB reported: {error}. The upgrade did not finish; every record reads as \
+         before, after a power cut too, and since what LevelDB wrote after an error is not \
+         known to be on disk, {} keeps the database's files as they were before the upgrade. \
+         Run the upgrade again{room}: it reads the database from the disk, then removes that \
+         folder and finishes the job; `leveldb-bloom upgrade --undo {}` puts those files \
+         back instead",
+        shown(path),
+        shown(way_back.folder()),
+        shown(path)
+    ))
 }
 
 /// The database at `path` read in full, if `upgrade` may hand it to LevelDB: no damage, no
@@ -186,7 +260,13 @@ fn prepare(
     held: &DatabaseLock,
     policy: AnyPolicy,
 ) -> Result<(Analysis, WayBack), Failure> {
-    let left = match WayBack::found(path) {
+    WayBack::clear_discarded(path).map_err(|e| {
+        Failure::error(format!(
+            "{}: cannot finish removing an earlier upgrade's way back ({e}); nothing rewritten",
+            shown(path)
+        ))
+    })?;
+    match WayBack::found(path) {
         Found::Foreign(name) => {
             return Err(Failure::error(format!(
                 "{}: something that is not the command's folder holds the name of its way \
@@ -194,29 +274,11 @@ fn prepare(
                 shown(&name)
             )));
         }
-        Found::WayBack(left) => Some(left),
-        Found::Nothing => None,
-    };
-    if let Some(left) = left.as_ref().filter(|w| w.putting_back() && w.whole()) {
-        // Putting back had begun: it is finished before the database is read, since it is
-        // half one version and half the other until then, unless another process wrote.
-        return Err(match left.resume_put_back() {
-            Ok(()) => Failure::damaged(format!(
-                "{}: an earlier upgrade could not prove its result and was putting the \
-                 database back; that is finished, and the database is as it was before that \
-                 upgrade. Nothing rewritten: run the upgrade again",
-                shown(path)
-            )),
-            Err(e) => kept_back(path, left, &e.to_string()),
-        });
+        // Settled first, before the database is judged: it is an earlier upgrade's state.
+        Found::WayBack(left) => settle(path, held, &left, policy)?,
+        Found::Nothing => {}
     }
-    let mut analysis = rewritable(path)?;
-    if let Some(left) = left {
-        // Only a database the checks pass is opened to settle it; LevelDB's open changes
-        // its files, which are read again.
-        settle(path, held, &left, policy)?;
-        analysis = rewritable(path)?;
-    }
+    let analysis = rewritable(path)?;
     emit(&report::summary("before", &report::total(&analysis.tables)))?;
     let way_back = WayBack::make(path, analysis.next_file).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
@@ -291,9 +353,10 @@ fn disk_full(message: &str) -> bool {
     message.contains("No space left") || message.contains("Disk quota")
 }
 
-/// Settles the way back an earlier, interrupted upgrade left (one that was not putting the
-/// database back): removes it if LevelDB had not begun rewriting or reads what it read
-/// before, and otherwise stops, touching nothing.
+/// Settles the way back an earlier, interrupted upgrade left: one not made in full, or made
+/// before LevelDB began rewriting, is removed; a put-back begun is finished (and the command
+/// stops); one whose database LevelDB reads, from the disk, as it read it before that upgrade
+/// is removed. Otherwise the command stops, touching nothing, and says what each way on does.
 fn settle(
     path: &Path,
     held: &DatabaseLock,
@@ -302,22 +365,48 @@ fn settle(
 ) -> Result<(), Failure> {
     let folder = shown(left.folder());
     let cannot = |e: std::io::Error| Failure::error(format!("{folder}: {e}"));
-    let Some(before) = left.before() else {
-        // LevelDB had not begun rewriting: the database is what LevelDB's open left. Files
-        // moved out of LevelDB's way go back where their names are free.
+    if !left.whole() {
+        // Stopped while it was made, before LevelDB opened the database: the moved files go
+        // back where their names are free.
         left.abandon();
         return Ok(());
+    }
+    if left.putting_back() {
+        // It is half one version and half the other until putting back is finished, unless
+        // another process wrote since.
+        return Err(match left.resume_put_back() {
+            Ok(()) => Failure::damaged(format!(
+                "{}: an earlier upgrade could not prove its result and was putting the \
+                 database back; that is finished, and the database is as it was before that \
+                 upgrade. Nothing rewritten: run the upgrade again",
+                shown(path)
+            )),
+            Err(e) => kept_back(path, left, &e.to_string()),
+        });
+    }
+    let before = match left.before() {
+        Ok(Some(before)) => before,
+        // LevelDB had not begun rewriting: the database is what LevelDB's open left.
+        Ok(None) => {
+            left.abandon();
+            return Ok(());
+        }
+        Err(e) => return Err(kept_back(path, left, &format!("{folder}: {e}"))),
     };
     let now = Db::open(path, Some(policy), true, false).and_then(|db| db.digest());
     held.retake().map_err(|e| lock_failure(path, true, e))?;
     match now {
-        Ok(now) if now == before => left.discard().map_err(cannot),
+        Ok(now) if now == before => {
+            way_back::sync_dir(path).map_err(cannot)?;
+            left.discard().map_err(cannot)
+        }
         now => Err(Failure::damaged(format!(
             "{}: an earlier upgrade did not finish, and LevelDB now reads {} where it read \
-             {before} before that upgrade: a program wrote to the database since, or the \
-             upgrade lost records. Nothing rewritten. {folder} holds the database's files as \
-             they were before that upgrade: to keep the database as it is, remove that \
-             folder; to put those files back, run `leveldb-bloom upgrade --undo {}`",
+             {before} before that upgrade: a program wrote to the database since, it was \
+             damaged since, or the upgrade lost records. Nothing rewritten. {folder} holds \
+             the database's files as they were before that upgrade: to keep the database as \
+             it is, remove that folder; to put those files back, run `leveldb-bloom upgrade \
+             --undo {}`",
             shown(path),
             now.map_or_else(|e| format!("nothing ({e})"), |now| now.to_string()),
             shown(path)

@@ -15,16 +15,17 @@
 //! The folder [`FOLDER`] inside the database directory holds `kept/` (the links),
 //! `set-aside/` (the moved files), `made` once both are complete, `before` (what LevelDB
 //! read before rewriting, once known) and `putting-back` while the database is being put
-//! back. LevelDB ignores a directory in
-//! a database's directory. Putting back is idempotent: an interrupted one is finished by the
-//! next `upgrade`. Every step leaves a database LevelDB opens: the kept files are restored
-//! first, `CURRENT` last among them (by rename), and only then are LevelDB's new files
-//! removed.
+//! back. LevelDB ignores a directory in a database's directory. Each record is written whole
+//! or not at all, whatever cuts the command short, a power cut included: written to a
+//! temporary name, synced, renamed into place, its folder synced. Putting back is
+//! idempotent: an interrupted one is finished by the next `upgrade`. Every step leaves a
+//! database LevelDB opens: the kept files are restored first, `CURRENT` last among them (by
+//! rename), and only then are LevelDB's new files removed.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::fs::{self, File};
-use std::io;
+use std::io::{self, Write as _};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -39,6 +40,9 @@ const BEFORE: &str = "before";
 const PUTTING_BACK: &str = "putting-back";
 /// The name (in the folder) a kept file is linked under before it is renamed into place.
 const RESTORING: &str = "restoring";
+/// The name the folder takes while it is removed: a way back under it is gone, whatever
+/// cuts its removal short.
+const DISCARDED: &str = "leveldb-bloom-way-back.discarded";
 
 /// The way back of the database in `db`.
 #[derive(Debug)]
@@ -78,7 +82,12 @@ impl Fingerprint {
         Ok(Fingerprint(files))
     }
 
+    /// What [`Fingerprint::text`] wrote; `None` for anything else, an empty text included (a
+    /// database has files).
     fn parse(text: &str) -> Option<Fingerprint> {
+        if text.is_empty() {
+            return None;
+        }
         let mut files = BTreeSet::new();
         for line in text.lines() {
             let mut fields = line.splitn(4, ' ');
@@ -181,13 +190,33 @@ impl WayBack {
                 Some((number, kind)) if number >= next_file && kind != FileKind::Log => {
                     fs::rename(&from, set_aside.join(&name))?;
                 }
-                _ => fs::hard_link(&from, kept.join(&name))?,
+                kind => {
+                    fs::hard_link(&from, kept.join(&name))?;
+                    // What is kept must outlast a power cut: LevelDB syncs a table before a
+                    // MANIFEST names it, but a log is written unsynced by default.
+                    if !matches!(kind, Some((_, FileKind::Table)))
+                        && from.symlink_metadata()?.is_file()
+                    {
+                        File::open(&from)?.sync_all()?;
+                    }
+                }
             }
         }
         for dir in [&kept, &set_aside, &self.db] {
             sync_dir(dir)?;
         }
-        fs::write(self.folder.join(MADE), "")?;
+        self.write_record(MADE, b"")
+    }
+
+    /// Writes the record `name` of the folder whole or not at all: `text` under a temporary
+    /// name, synced, renamed into place, the folder synced.
+    fn write_record(&self, name: &str, text: &[u8]) -> io::Result<()> {
+        let scratch = self.folder.join(format!("{name}.writing"));
+        let mut file = File::create(&scratch)?;
+        file.write_all(text)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&scratch, self.folder.join(name))?;
         sync_dir(&self.folder)
     }
 
@@ -197,18 +226,20 @@ impl WayBack {
 
     /// Records what LevelDB read before the rewrite.
     pub fn record_before(&self, digest: &Digest) -> io::Result<()> {
-        let path = self.folder.join(BEFORE);
-        fs::write(&path, format!("{digest}\n"))?;
-        File::open(&path)?.sync_all()?;
-        sync_dir(&self.folder)
+        self.write_record(BEFORE, format!("{digest}\n").as_bytes())
     }
 
-    /// What LevelDB read before the rewrite, if it was recorded.
-    pub fn before(&self) -> Option<Digest> {
-        fs::read_to_string(self.folder.join(BEFORE))
-            .ok()?
-            .parse()
-            .ok()
+    /// What LevelDB read before the rewrite, if it was recorded; an error where the record
+    /// is there and cannot be read.
+    pub fn before(&self) -> io::Result<Option<Digest>> {
+        match fs::read_to_string(self.folder.join(BEFORE)) {
+            Ok(text) => text
+                .parse()
+                .map(Some)
+                .map_err(|()| io::Error::other("the record of what LevelDB read is unreadable")),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Whether putting the database back had begun.
@@ -239,13 +270,13 @@ impl WayBack {
     }
 
     /// Records that putting back begins from the files `as_left` (what
-    /// [`WayBack::resume_put_back`] accounts for).
+    /// [`WayBack::resume_put_back`] accounts for), once the directory holds them durably.
     pub fn begin_put_back(&self, as_left: &Fingerprint) -> io::Result<()> {
         let text = as_left
             .text()
             .ok_or_else(|| io::Error::other("a file name that is not UTF-8"))?;
-        fs::write(self.folder.join(PUTTING_BACK), text)?;
-        sync_dir(&self.folder)
+        sync_dir(&self.db)?;
+        self.write_record(PUTTING_BACK, text.as_bytes())
     }
 
     /// Finishes a put-back an interrupted run began, if every file of the database is one it
@@ -327,18 +358,25 @@ impl WayBack {
         fs::rename(&scratch, &into)
     }
 
-    /// Removes the way back (the upgrade is proven, or the database put back). It stops
-    /// being [`WayBack::whole`] first, so that an interrupted removal is never put back.
+    /// Removes the way back (the upgrade is proven, or the database put back): renamed
+    /// first, in one step, so that an interrupted removal is never found again.
     pub fn discard(&self) -> io::Result<()> {
-        for marker in [MADE, BEFORE, PUTTING_BACK] {
-            match fs::remove_file(self.folder.join(marker)) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
+        Self::clear_discarded(&self.db)?;
+        fs::rename(&self.folder, self.db.join(DISCARDED))?;
+        sync_dir(&self.db)?;
+        Self::clear_discarded(&self.db)
+    }
+
+    /// Finishes removing a way back whose removal was cut short, if one was.
+    pub fn clear_discarded(db: &Path) -> io::Result<()> {
+        let discarded = db.join(DISCARDED);
+        match discarded.symlink_metadata() {
+            Ok(meta) if meta.is_dir() => fs::remove_dir_all(&discarded)?,
+            Ok(_) => fs::remove_file(&discarded)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
         }
-        sync_dir(&self.folder)?;
-        fs::remove_dir_all(&self.folder)?;
-        sync_dir(&self.db)
+        sync_dir(db)
     }
 }
 
@@ -366,7 +404,7 @@ fn names_in(dir: &Path) -> io::Result<BTreeSet<OsString>> {
 }
 
 /// Makes a directory's entries durable.
-fn sync_dir(dir: &Path) -> io::Result<()> {
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
@@ -481,12 +519,13 @@ mod tests {
         assert!(found.putting_back() && found.whole());
         found.resume_put_back().unwrap();
         assert_eq!(contents(db), original);
-        // A way back being discarded stops being whole before anything else goes.
+        // A way back whose removal was cut short is no longer found, and goes at the next
+        // clearing.
         let way_back = WayBack::make(db, 5).unwrap();
-        fs::remove_file(way_back.folder.join(MADE)).unwrap();
-        let as_is = Fingerprint::of(db).unwrap();
-        assert!(!way_back.whole() && way_back.put_back(&as_is).is_err());
+        fs::rename(&way_back.folder, db.join(DISCARDED)).unwrap();
+        assert!(matches!(WayBack::found(db), Found::Nothing));
+        WayBack::clear_discarded(db).unwrap();
+        assert!(!db.join(DISCARDED).exists());
         assert_eq!(contents(db), original);
-        way_back.discard().unwrap();
     }
 }

@@ -4,13 +4,13 @@
 # 1.22, and runs the proofs (scripts/bullseye says which).
 set -euo pipefail
 cd /src
-export CARGO_TARGET_DIR=/src/build/bullseye/target CARGO_PROFILE_RELEASE_LTO=false \
+export CARGO_TARGET_DIR=/src/target/bullseye/target CARGO_PROFILE_RELEASE_LTO=false \
   CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true \
   CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true
 echo "== bullseye: $(ldd --version | head -1); $(g++ --version | head -1)"
 cargo build -q --offline --release -p leveldb-bloom-dropin
 rel=$CARGO_TARGET_DIR/release
-work=/src/build/bullseye/work
+work=/src/target/bullseye/work
 rm -rf "$work"
 mkdir -p "$work"
 lib=/usr/lib/$(gcc -print-multiarch)
