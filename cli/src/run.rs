@@ -353,7 +353,10 @@ fn summarize(folder: &Path, summary: &mut Summary) {
         summary.no_match += file.no_match;
         let used = file.dropin_policies > 0 || file.filters_built > 0;
         if used || summary.format.is_none() {
-            summary.format = file.format.map(|f| f.name().to_owned());
+            summary.format = (!file.formats.is_empty()).then(|| {
+                let names: Vec<&str> = file.formats.iter().map(|f| f.name()).collect();
+                names.join(",")
+            });
             summary.bits_per_key = file.bits_per_key;
         }
     }

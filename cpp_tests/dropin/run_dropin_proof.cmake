@@ -4,6 +4,7 @@
 #   cmake -DPROGRAM=name -DSTOCK=exe -DDROPIN_SO=path -DWORK_DIR=dir [-DSHARED=exe]
 #         [-DSTATIC=exe] [-DSTATIC_NO_U=exe -DSTATIC_NO_U_SERVED_BY=stock|dropin]
 #         [-DCOMPACT=ON] [-DBLOOM_WRITER=text] [-DCOMPACT_WRITER=text] [-DSTATIC_WRITER=text]
+#         [-DCOMPACT_BUILDS=bloom]
 #         [-DPRELOAD_SERVES=OFF] [-DPRELOAD=OFF] [-DDECLINED=ON] [-DCROSS_READ=ON]
 #         [-DPRELOAD_FIRST=lib] [-DLAUNCHER=cmd|arg|...] -P run_dropin_proof.cmake
 #
@@ -11,7 +12,9 @@
 # (same output, its own tables). The statistics must say, for every LevelDB served, who wrote
 # its filters: BLOOM_WRITER for Bloom filters preloaded or linked ahead, COMPACT_WRITER for
 # compact ones, STATIC_WRITER for the static route (each by default "its C API writes": the
-# LevelDB's own C wrapper; a LevelDB without one: "its own Bloom policy writes"). PRELOAD_SERVES=OFF is for a program with LevelDB compiled in, whose calls
+# LevelDB's own C wrapper; a LevelDB without one: "its own Bloom policy writes"), and the
+# statistics' format must be the one asked for, or COMPACT_BUILDS where the LevelDB's own
+# Bloom policy writes in compact's place. PRELOAD_SERVES=OFF is for a program with LevelDB compiled in, whose calls
 # never leave the executable: preloaded, the drop-in must change nothing and its statistics
 # file must say served=no. DECLINED=ON is for a LevelDB whose Bloom policy does not speak the
 # format (a fork that gives LevelDB's name to another filter): every drop-in arrangement must
@@ -102,6 +105,9 @@ if(NOT DEFINED COMPACT_WRITER)
 endif()
 if(NOT DEFINED STATIC_WRITER)
   set(STATIC_WRITER "its C API writes")
+endif()
+if(NOT DEFINED COMPACT_BUILDS)
+  set(COMPACT_BUILDS compact)
 endif()
 if(DEFINED STATIC_NO_U AND NOT "${STATIC_NO_U}" STREQUAL "")
   if(NOT STATIC_NO_U_SERVED_BY MATCHES "^(stock|dropin)$")
@@ -278,8 +284,13 @@ foreach(arrangement IN LISTS arrangements)
                    "byte-identical; the statistics file says the drop-in did not serve: ${shown}")
     continue()
   endif()
-  # The program's bits per key, in the arrangement's format.
-  if(NOT "${st_format}" STREQUAL "${format}" OR NOT "${st_bits_per_key}" STREQUAL "program"
+  # The program's bits per key, in the arrangement's format (what a declined LevelDB's own
+  # policy builds is not the drop-in's to say).
+  set(built "${format}")
+  if(format STREQUAL "compact" AND NOT DECLINED)
+    set(built "${COMPACT_BUILDS}")
+  endif()
+  if(NOT "${st_format}" STREQUAL "${built}" OR NOT "${st_bits_per_key}" STREQUAL "program"
      OR NOT "${st_served}" STREQUAL "${expected_served}")
     message(FATAL_ERROR "${PROGRAM} [${arrangement}]: statistics file names format "
                         "'${st_format}', bits per key '${st_bits_per_key}', served "

@@ -41,8 +41,9 @@ type FindObjectFn = unsafe extern "C" fn(*const c_void, *mut DlFindObject) -> c_
 pub(crate) struct Loader {
     /// `_dl_find_object`, where the C library has it (glibc 2.35 and later).
     find_object: Option<FindObjectFn>,
-    /// Whether the drop-in is linked into the program itself (the static route).
-    pub(crate) own_is_program: bool,
+    /// The object that holds the drop-in's own code: the shared drop-in, or the program or
+    /// library it is linked into (the static route).
+    own: Option<LoadedObject>,
 }
 
 static LOADER: OnceLock<Loader> = OnceLock::new();
@@ -71,9 +72,14 @@ impl Loader {
             }
             Loader {
                 find_object,
-                own_is_program: own_is_program(),
+                own: iterated_to(own_address()),
             }
         })
+    }
+
+    /// Whether `object` holds the drop-in's own code.
+    pub(crate) fn is_own(&self, object: &LoadedObject) -> bool {
+        self.own.as_ref().is_some_and(|own| own.is(object))
     }
 
     /// What `at_load` found (`None` before it ran).
@@ -141,9 +147,24 @@ fn iterated_to(address: *const c_void) -> Option<LoadedObject> {
     each_object(|object| object.spans(address))
 }
 
+/// The first object loaded after `object`, in the loader's order, for which `take` holds.
+pub(crate) fn first_after<F: FnMut(&LoadedObject) -> bool>(
+    object: &LoadedObject,
+    mut take: F,
+) -> Option<LoadedObject> {
+    let mut past = false;
+    each_object(|candidate| {
+        if past {
+            return take(candidate);
+        }
+        past = candidate.is(object);
+        false
+    })
+}
+
 /// The first loaded object, in the loader's order, for which `take` holds, from
 /// `dl_iterate_phdr`, kept out of every `fork`.
-pub(crate) fn each_object<F: FnMut(&LoadedObject) -> bool>(take: F) -> Option<LoadedObject> {
+fn each_object<F: FnMut(&LoadedObject) -> bool>(take: F) -> Option<LoadedObject> {
     struct Visit<F> {
         take: F,
         found: Option<LoadedObject>,
@@ -213,11 +234,9 @@ fn span_of(base: usize, headers: &[ElfPhdr]) -> Option<(usize, usize)> {
     Some((start & !0xfff, end))
 }
 
-/// Whether the drop-in's code is the program's own (asked of the loader at load only): the
-/// first object `dl_iterate_phdr` reports is the program.
-fn own_is_program() -> bool {
-    let own = own_is_program as *const () as usize;
-    each_object(|_| true).is_some_and(|program| program.spans(own))
+/// An address in the drop-in's own code.
+fn own_address() -> *const c_void {
+    own_address as *const c_void
 }
 
 /// A loaded object, as found by [`Loader::holding`].
@@ -605,7 +624,7 @@ mod tests {
             .expect("the test binary holds this code");
         // A test binary is the program itself.
         assert!(own.is_program());
-        assert!(loader.own_is_program);
+        assert!(loader.is_own(&own));
         assert!(loader.holding(std::ptr::null()).is_none());
         // libc is a shared object of its own.
         let libc_object = loader.holding(libc::malloc as *const c_void).expect("libc");

@@ -3,14 +3,22 @@
 //! with that LevelDB's own string code) and that LevelDB's C API, `leveldb_filterpolicy_create`
 //! (whose wrapper appends the filters a callback returns, with the same code).
 //!
-//! Which definition the asking code would have called without the drop-in is the lookup the
-//! loader made for it: the first definition in the process's global scope after the
-//! drop-in's (found once, while the drop-in is loaded); else, for code loaded later in a
-//! scope of its own (a Python module, a Node.js addon, a plugin), its own object's definition,
-//! or that of the object its LevelDB calls are bound into (a wheel's bundled libleveldb). The
-//! C API is that same object's; where the drop-in is linked into the program (the static
-//! route) it is the program's, resolved when the program linked. Nothing here takes a lock at
-//! run time (`image.rs`).
+//! Which LevelDB the asking code would have called without the drop-in is the lookup the
+//! loader made for that code, read per caller, never carried from one to another:
+//!
+//! 1. code in the object that holds the drop-in's own code (linked in statically, into the
+//!    program or into a library): the C API that object was linked with;
+//! 2. code of a LevelDB (its C API's `leveldb_filterpolicy_create_bloom`, or its own code):
+//!    that LevelDB's own definitions;
+//! 3. other code (a program, a Python module, a Node.js addon, a plugin): the object its
+//!    LevelDB calls are bound into (a system libleveldb, a wheel's bundled one);
+//! 4. code that makes no other LevelDB call, or none bound yet (lazy binding): the LevelDB
+//!    that a call bound through the process's global scope reaches, the drop-in aside (found
+//!    once, while the drop-in is loaded).
+//!
+//! A drop-in loaded into a scope of its own (as a plugin's dependency) knows no global
+//! definition it displaced: the plugins' LevelDBs are each their own. Nothing here takes a
+//! lock at run time (`image.rs`).
 
 #[cfg(unix)]
 use std::ffi::CStr;
@@ -98,12 +106,12 @@ unsafe extern "C" {
     fn leveldb_bloom_dropin_linked_c_api() -> *mut c_void;
 }
 
-/// The LevelDB in the global scope that the drop-in displaced, found at load.
+/// The LevelDB in the global scope that the drop-in displaced there, found at load (rule 4).
 #[cfg(unix)]
 static DISPLACED: OnceLock<Option<LevelDb>> = OnceLock::new();
 
 /// Finds, once, while the drop-in is loaded, what only the loader can tell: the definition the
-/// drop-in displaced in the global scope.
+/// drop-in displaced in the global scope, if it displaced one there.
 #[cfg(unix)]
 pub(crate) fn at_load(loader: &'static Loader) {
     DISPLACED.get_or_init(|| displaced(loader));
@@ -119,42 +127,48 @@ pub(crate) fn asked_by(_caller: *const c_void) -> Result<LevelDb, String> {
     })
 }
 
-/// The LevelDB whose own code serves a policy asked for by the code at `caller`, or why none
-/// can be found.
+/// The LevelDB whose own code serves a policy asked for by the code at `caller` (the module's
+/// rules, in order), or why none can be found.
 #[cfg(unix)]
 pub(crate) fn asked_by(caller: *const c_void) -> Result<LevelDb, String> {
-    if let Some(Some(displaced)) = DISPLACED.get() {
-        return Ok(displaced.clone());
-    }
     let loader = Loader::get().ok_or("the drop-in was not initialized")?;
-    if loader.own_is_program {
-        // The static route: the drop-in's definition is the program's only one.
+    let asker = loader.holding(caller);
+    if let Some(asker) = asker.as_ref().filter(|a| loader.is_own(a)) {
         return Ok(LevelDb {
             new_policy: None,
             c_api: linked_c_api(),
-            object: loader.holding(caller),
+            object: Some(asker.clone()),
         });
     }
-    let asker = loader
-        .holding(caller)
-        .ok_or("the code that asked for a policy is in no object the loader names")?;
-    if let Some(own) = own_code(&asker) {
-        return Ok(own);
-    }
-    // Its LevelDB calls, bound into the object that holds them (a bundled libleveldb).
+    let bound = match &asker {
+        Some(asker) => match own_code(asker) {
+            Some(own) => return Ok(own),
+            None => bound_leveldb(loader, asker)?,
+        },
+        None => None,
+    };
+    bound
+        .or_else(|| DISPLACED.get().cloned().flatten())
+        .ok_or_else(|| match &asker {
+            Some(asker) => format!(
+                "{} calls no LevelDB the loader names, and defines no NewBloomFilterPolicy of \
+                 its own",
+                asker.describe()
+            ),
+            None => "the code that asked for a policy is in no object the loader names".to_owned(),
+        })
+}
+
+/// The LevelDB that `asker`'s LevelDB calls are bound into, if any.
+#[cfg(unix)]
+fn bound_leveldb(loader: &Loader, asker: &LoadedObject) -> Result<Option<LevelDb>, String> {
     let symbols = asker.dynamic_symbols()?;
     let bindings = asker.bindings(&symbols)?;
-    bindings
+    Ok(bindings
         .iter()
         .filter(|b| is_leveldb_symbol(b.name))
         .filter_map(|b| loader.holding(b.target as *const c_void))
-        .find_map(|object| own_code(&object))
-        .ok_or_else(|| {
-            format!(
-                "{} calls no LevelDB the loader names, and defines no NewBloomFilterPolicy of its own",
-                asker.describe()
-            )
-        })
+        .find_map(|object| own_code(&object)))
 }
 
 /// The C API the program was linked with, if any.
@@ -193,27 +207,60 @@ fn own_code(object: &LoadedObject) -> Option<LevelDb> {
     })
 }
 
-/// The definition of `NewBloomFilterPolicy` the drop-in displaced: the next one after it in
-/// lookup order, or, where the drop-in was loaded after it (by `dlopen`), the first one;
-/// never another copy of the drop-in's (each would take the other's for stock's, and call it
-/// forever). Where those two lookups find only copies of the drop-in, the first loaded object
-/// that holds one. With it, its object's C API.
+/// The LevelDB whose `NewBloomFilterPolicy` a call bound through the process's global scope
+/// would reach without the drop-in: the global scope's first definition (the main program's
+/// handle searches that scope), or, where that is the drop-in's own, the first after it in
+/// load order that is not another copy's (the objects loaded with the drop-in follow it; at
+/// startup, load order is the global scope's order). Never another copy of the drop-in's (each
+/// would take the other's for stock's, and call it forever). `None` where another copy of the
+/// drop-in comes first, or there is none: then nothing bound through the global scope calls
+/// this copy.
 #[cfg(unix)]
 fn displaced(loader: &Loader) -> Option<LevelDb> {
     let own = crate::new_bloom_filter_policy as *const () as usize;
-    let stock = |object: &LoadedObject| {
-        object
-            .definition(NEW_POLICY.to_bytes())
-            .is_some_and(|f| f != own)
-            && object.definition(DROPIN_ENTRY.to_bytes()).is_none()
+    let is_copy = |object: &LoadedObject| object.definition(DROPIN_ENTRY.to_bytes()).is_some();
+    let first = global_first_definition()?;
+    let holder = loader.holding(first as *const c_void)?;
+    if !is_copy(&holder) {
+        return own_code(&holder);
+    }
+    if first != own {
+        return None;
+    }
+    crate::image::first_after(&holder, |object| {
+        object.definition(NEW_POLICY.to_bytes()).is_some() && !is_copy(object)
+    })
+    .and_then(|object| own_code(&object))
+}
+
+/// The first definition of `NewBloomFilterPolicy` in the process's global scope, which the
+/// main program's handle searches. `dlopen` is looked up rather than linked, so that a static
+/// link of the drop-in (with no loader to ask) draws no warning and finds none.
+#[cfg(unix)]
+fn global_first_definition() -> Option<usize> {
+    type OpenFn = unsafe extern "C" fn(*const c_char, c_int) -> *mut c_void;
+    type CloseFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+    // SAFETY: RTLD_DEFAULT and C strings; each result is NULL or the C library's function
+    // of that name, whose prototype the types state.
+    let (open, close) = unsafe {
+        let open = libc::dlsym(libc::RTLD_DEFAULT, c"dlopen".as_ptr());
+        let close = libc::dlsym(libc::RTLD_DEFAULT, c"dlclose".as_ptr());
+        if open.is_null() || close.is_null() {
+            return None;
+        }
+        (
+            std::mem::transmute::<*mut c_void, OpenFn>(open),
+            std::mem::transmute::<*mut c_void, CloseFn>(close),
+        )
     };
-    [libc::RTLD_NEXT, libc::RTLD_DEFAULT]
-        .into_iter()
-        // SAFETY: a pseudo-handle and a C string; the result is NULL or a definition.
-        .map(|scope| unsafe { libc::dlsym(scope, NEW_POLICY.as_ptr()) })
-        .filter(|f| !f.is_null())
-        .filter_map(|f| loader.holding(f))
-        .find(stock)
-        .or_else(|| crate::image::each_object(stock))
-        .and_then(|object| own_code(&object))
+    // SAFETY: NULL names the main program; the handle is closed again below.
+    let program = unsafe { open(std::ptr::null(), libc::RTLD_LAZY) };
+    if program.is_null() {
+        return None;
+    }
+    // SAFETY: a live handle and a C string; the result is NULL or a definition.
+    let first = unsafe { libc::dlsym(program, NEW_POLICY.as_ptr()) } as usize;
+    // SAFETY: the handle opened above, closed once.
+    unsafe { close(program) };
+    (first != 0).then_some(first)
 }

@@ -280,7 +280,7 @@ pub(crate) fn provable_string_abi(
     let symbols = object
         .dynamic_symbols()
         .map_err(|e| format!("its symbols cannot be read: {e}"))?;
-    let holds_dropin = loader.own_is_program && object.is_program();
+    let holds_dropin = loader.is_own(object);
     let abi = string_abi_of(&symbols, holds_dropin)?;
     if !holds_dropin {
         same_string_code(loader, object, &symbols, abi)?;

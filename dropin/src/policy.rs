@@ -127,6 +127,7 @@ impl Pending {
                 };
                 match self.decided.compare_exchange(0, decision, AcqRel, Acquire) {
                     Ok(_) => {
+                        stats::count_format(decision != Self::STOCK);
                         stats::say_served(&self.leveldb.describe(), &how);
                         decision
                     }
@@ -262,6 +263,7 @@ pub(crate) fn for_leveldb(
         },
     };
     stats::count_served();
+    stats::count_format(compact);
     stats::say_served(&leveldb.describe(), how);
     object(answers, writer)
 }

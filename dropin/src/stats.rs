@@ -10,10 +10,11 @@
 
 use std::ffi::OsString;
 
-use leveldb_bloom_dropin_statistics::Statistics;
+use leveldb_bloom::Format;
+use leveldb_bloom_dropin_statistics::{Copy, Statistics};
 use std::sync::OnceLock;
 use std::sync::atomic::{
-    AtomicPtr, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+    AtomicPtr, AtomicU8, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
 };
 
 /// `NewBloomFilterPolicy` calls answered, and how: the drop-in's policy (`SERVED`), the
@@ -66,6 +67,23 @@ fn lines_from(head: *mut Said) -> impl Iterator<Item = &'static str> {
         node = n.next;
         Some(n.line.as_str())
     })
+}
+
+/// The formats the drop-in's policies build: [`BUILDS_BLOOM`], [`BUILDS_COMPACT`].
+static BUILDS: AtomicU8 = AtomicU8::new(0);
+const BUILDS_BLOOM: u8 = 1;
+const BUILDS_COMPACT: u8 = 2;
+
+/// Notes that a policy of the drop-in's builds compact filters, or Bloom ones.
+pub(crate) fn count_format(compact: bool) {
+    BUILDS.fetch_or(
+        if compact {
+            BUILDS_COMPACT
+        } else {
+            BUILDS_BLOOM
+        },
+        Relaxed,
+    );
 }
 
 /// Counts a policy of the drop-in's.
@@ -139,6 +157,9 @@ static AT_LOAD: OnceLock<AtLoad> = OnceLock::new();
 /// This process's ID, and its parent's where it was forked after the drop-in was loaded.
 static PID: AtomicU64 = AtomicU64::new(0);
 static FORKED_FROM: AtomicU64 = AtomicU64::new(0);
+/// When the process started (clock ticks after boot; 0: not read yet), which tells this
+/// process's file from one an earlier process of the same ID wrote.
+static STARTED: AtomicU64 = AtomicU64::new(0);
 
 /// Takes the statistics file's name, the time, the process's ID and standard error's
 /// identity, and registers the file's writing at exit when a file is asked for. Once, while
@@ -156,6 +177,7 @@ pub(crate) fn at_load() {
             stderr: fd_identity(2),
         };
         if at_load.file.is_some() {
+            STARTED.store(process_start().unwrap_or(0), Relaxed);
             // SAFETY: `write_at_exit` is an `extern "C" fn()` that never unwinds.
             unsafe { libc::atexit(write_at_exit) };
             #[cfg(unix)]
@@ -204,6 +226,42 @@ extern "C" fn forked() {
     }
     FORKED_FROM.store(PID.load(Relaxed), Relaxed);
     PID.store(u64::from(std::process::id()), Relaxed);
+    // Read when the file is written: not here, where only the forking thread exists.
+    STARTED.store(0, Relaxed);
+}
+
+/// When this process started, in clock ticks after boot (`/proc/self/stat`'s 22nd field);
+/// `None` where there is no `/proc`.
+fn process_start() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        let text = file::read(&OsString::from("/proc/self/stat"))?;
+        let text = String::from_utf8_lossy(&text);
+        // The command name, in parentheses, may hold spaces: the fields after it count.
+        let after_name = &text[text.rfind(')')? + 1..];
+        after_name.split_whitespace().nth(19)?.parse().ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// When this process started, read once.
+fn started() -> Option<u64> {
+    match STARTED.load(Relaxed) {
+        0 => {
+            let started = process_start()?;
+            STARTED.store(started, Relaxed);
+            Some(started)
+        }
+        started => Some(started),
+    }
+}
+
+/// This copy of the drop-in, among others in the process: when it was loaded, and where.
+fn copy_id(loaded_at: u128) -> String {
+    format!("{loaded_at}-{:x}", &raw const AT_LOAD as usize)
 }
 
 /// Whether a statistics file is asked for (the policies then count their work).
@@ -269,9 +327,31 @@ fn statistics(loaded_at_ns: u128, pid: u64) -> Statistics {
             .map(str::to_owned)
             .collect()
     };
+    let counters = [
+        dropin_policies,
+        policies_served,
+        policies_declined,
+        policies_refused,
+        filters_built,
+        keys_added,
+        queries,
+        no_match,
+    ];
     let choice = crate::format::choice();
+    let builds = BUILDS.load(Relaxed);
+    let mut formats: Vec<Format> = [
+        (BUILDS_BLOOM, Format::Bloom),
+        (BUILDS_COMPACT, Format::Compact),
+    ]
+    .into_iter()
+    .filter(|&(bit, _)| builds & bit != 0)
+    .map(|(_, format)| format)
+    .collect();
+    if formats.is_empty() {
+        formats.push(choice.format);
+    }
     Statistics {
-        format: Some(choice.format),
+        formats,
         bits_per_key: choice.bits_per_key,
         dropin_policies,
         policies_served,
@@ -284,6 +364,11 @@ fn statistics(loaded_at_ns: u128, pid: u64) -> Statistics {
         pid,
         loaded_at_ns,
         forked_from: Some(FORKED_FROM.load(Relaxed)).filter(|&parent| parent != 0),
+        started: started(),
+        copies: vec![Copy {
+            id: copy_id(loaded_at_ns),
+            counters,
+        }],
         served: lines("leveldb="),
         declined: lines("declined="),
         refused: lines("refused="),
@@ -295,11 +380,11 @@ extern "C" fn write_at_exit() {
 }
 
 /// Writes the statistics file; failures are ignored (statistics must never break the
-/// program). A symlink is not followed, and a FIFO no reader holds open is not waited for. A
-/// process in which the drop-in made no policy (a shell or `timeout` that started the
-/// program, say, or a copy of the drop-in whose work another copy did) leaves alone a file
-/// written by a process that loaded the drop-in after it did (that is its child's word) or
-/// by the same process (another copy's).
+/// program). A symlink is not followed, and a FIFO no reader holds open is not waited for.
+/// Where another copy of the drop-in in this process wrote the file, this copy's line
+/// replaces its own and the counters sum every copy's. A process in which the drop-in made no
+/// policy (a shell or `timeout` that started the program, say) leaves alone a file written by
+/// a process that loaded the drop-in after it did (that is its child's word).
 fn write_now() {
     let _ = std::panic::catch_unwind(|| {
         let Some(at_load) = AT_LOAD.get() else {
@@ -310,18 +395,20 @@ fn write_now() {
         };
         let pid = PID.load(Relaxed);
         let path = stats_path(setting, pid);
-        if own_counters()[0] == 0
-            && let Some(theirs) = file::read(&path)
-        {
+        let mut ours = statistics(at_load.loaded_at, pid);
+        if let Some(theirs) = file::read(&path) {
             let theirs = Statistics::parse(&String::from_utf8_lossy(&theirs));
-            if theirs.loaded_at_ns >= at_load.loaded_at || theirs.pid == pid {
+            let same_process = theirs.pid == pid
+                && (theirs.started.is_none()
+                    || ours.started.is_none()
+                    || theirs.started == ours.started);
+            if same_process {
+                ours = ours.with_other_copies(&theirs);
+            } else if own_counters()[0] == 0 && theirs.loaded_at_ns >= at_load.loaded_at {
                 return;
             }
         }
-        file::write(
-            &path,
-            statistics(at_load.loaded_at, pid).to_text().as_bytes(),
-        );
+        file::write(&path, ours.to_text().as_bytes());
     });
 }
 

@@ -24,6 +24,7 @@
 //                about 4.5 KiB, the kernel's signal frame included); the bytes it used go to
 //                standard error
 //   quick        one policy, one filter, exit
+//   wide         the direct mode at 40 bits per key, more than compact filters take
 //   db-dlopen    the db mode with the policy from NewBloomFilterPolicy as dlsym finds it in
 //                PLUGIN, loaded with dlopen after the program started (the drop-in itself,
 //                or LevelDB's library for the stock run)
@@ -98,8 +99,8 @@ void UsePolicy(const leveldb::FilterPolicy* policy, int n, const char* label) {
                absent);
 }
 
-void Direct(int n, const char* label) {
-  const leveldb::FilterPolicy* policy = leveldb::NewBloomFilterPolicy(10);
+void Direct(int n, const char* label, int bits_per_key = 10) {
+  const leveldb::FilterPolicy* policy = leveldb::NewBloomFilterPolicy(bits_per_key);
   if (policy == nullptr) die("NewBloomFilterPolicy returned NULL");
   UsePolicy(policy, n, label);
   delete policy;
@@ -405,6 +406,8 @@ int main(int argc, char** argv) {
     delete dlopened_policy;
   } else if (mode == "quick") {
     Direct(10, "quick");
+  } else if (mode == "wide") {
+    Direct(1000, "wide", 40);
   } else {
     std::fprintf(stderr, "hostile: unknown mode %s\n", mode.c_str());
     return 2;

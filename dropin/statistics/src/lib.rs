@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! served=yes                 # yes, no (no policy asked for), declined (none served), partly
-//! format=bloom               # the format of the drop-in's policies
+//! format=bloom               # the formats the drop-in's policies build (bloom, compact, or
+//!                            #   bloom,compact), else the one asked for
 //! bits_per_key=program       # or the value of LEVELDB_BLOOM_BITS_PER_KEY
 //! dropin_policies=2          # NewBloomFilterPolicy calls answered, of which:
 //! policies_served=2          #   the drop-in's policy (its queries, the filters it asked for)
@@ -17,20 +18,25 @@
 //! pid=4242                   # the process that wrote the file
 //! loaded_at_ns=17959...      # when the drop-in was loaded in it (real-time clock)
 //! forked_from=4241           # only in a forked child: its parent
+//! started=123456             # when the process started (clock ticks after boot), if known
+//! copy=1795...-7f3a...:2,2,0,0,667,110000,199999,99466   # one line a copy of the drop-in
+//!                            #   in the process: its counters, in the order above
 //! leveldb=the LevelDB in /usr/lib/x86_64-linux-gnu/libleveldb.so.1d: served, its own Bloom policy writes
 //! declined=the LevelDB in ./fork.so (its Bloom policy is named ...); its own policy writes and answers
 //! refused=...; no filter policy
 //! ```
 //!
 //! A forked child counts the work it did itself (its parent's file has what came before).
+//! Where several copies of the drop-in serve one process (libraries that each link it in),
+//! each rewrites its own `copy=` line and the counters above are their sums.
 
 use leveldb_bloom::Format;
 
 /// One process's statistics.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Statistics {
-    /// The format of the drop-in's policies (`None`: not said).
-    pub format: Option<Format>,
+    /// The formats the drop-in's policies build (none: not said).
+    pub formats: Vec<Format>,
     /// The bits per key the environment set; `None` where the program's own are used.
     pub bits_per_key: Option<f64>,
     pub dropin_policies: u64,
@@ -44,12 +50,24 @@ pub struct Statistics {
     pub pid: u64,
     pub loaded_at_ns: u128,
     pub forked_from: Option<u64>,
+    /// When the process started (clock ticks after boot): with `pid`, which process wrote.
+    pub started: Option<u64>,
+    /// Each copy of the drop-in's own counters (the fields above sum them).
+    pub copies: Vec<Copy>,
     /// For each LevelDB served: which one, and whose code writes its filters.
     pub served: Vec<String>,
     /// For each LevelDB declined: which one, and why.
     pub declined: Vec<String>,
     /// For each policy refused: why.
     pub refused: Vec<String>,
+}
+
+/// One copy of the drop-in in a process: who it is, and its counters (in the order of
+/// [`Statistics::counters`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Copy {
+    pub id: String,
+    pub counters: [u64; 8],
 }
 
 /// What the file's `served=` says.
@@ -93,7 +111,12 @@ impl Statistics {
     /// The file's text.
     pub fn to_text(&self) -> String {
         let mut text = format!("served={}\n", self.served().name());
-        let format = self.format.map_or("?", Format::name);
+        let names: Vec<&str> = self.formats.iter().map(|f| f.name()).collect();
+        let format = if names.is_empty() {
+            "?".to_owned()
+        } else {
+            names.join(",")
+        };
         let bits = self
             .bits_per_key
             .map_or_else(|| "program".to_owned(), |bits| bits.to_string());
@@ -108,6 +131,13 @@ impl Statistics {
         if let Some(parent) = self.forked_from {
             text.push_str(&format!("forked_from={parent}\n"));
         }
+        if let Some(started) = self.started {
+            text.push_str(&format!("started={started}\n"));
+        }
+        for copy in &self.copies {
+            let counters: Vec<String> = copy.counters.iter().map(u64::to_string).collect();
+            text.push_str(&format!("copy={}:{}\n", copy.id, counters.join(",")));
+        }
         for (key, lines) in [
             ("leveldb", &self.served),
             ("declined", &self.declined),
@@ -118,6 +148,64 @@ impl Statistics {
             }
         }
         text
+    }
+
+    /// The counters, in the file's order.
+    pub fn counters(&self) -> [u64; 8] {
+        self.counts().map(|(_, value)| value)
+    }
+
+    /// Sets the counters, in the file's order.
+    pub fn set_counters(&mut self, counters: [u64; 8]) {
+        [
+            self.dropin_policies,
+            self.policies_served,
+            self.policies_declined,
+            self.policies_refused,
+            self.filters_built,
+            self.keys_added,
+            self.queries,
+            self.no_match,
+        ] = counters;
+    }
+
+    /// These statistics (one copy's, with its `copy=` line) with what `theirs` (the same
+    /// process's file) says of the other copies: their lines kept, the counters summed over
+    /// every copy, what each said said once, the formats of all.
+    pub fn with_other_copies(mut self, theirs: &Statistics) -> Statistics {
+        let ours: Vec<&str> = self.copies.iter().map(|c| c.id.as_str()).collect();
+        let others: Vec<Copy> = theirs
+            .copies
+            .iter()
+            .filter(|c| !ours.contains(&c.id.as_str()))
+            .cloned()
+            .collect();
+        self.copies.extend(others);
+        let mut sums = [0u64; 8];
+        for copy in &self.copies {
+            for (sum, n) in sums.iter_mut().zip(copy.counters) {
+                *sum = sum.saturating_add(n);
+            }
+        }
+        self.set_counters(sums);
+        for (ours, theirs) in [
+            (&mut self.served, &theirs.served),
+            (&mut self.declined, &theirs.declined),
+            (&mut self.refused, &theirs.refused),
+        ] {
+            for line in theirs {
+                if !ours.contains(line) {
+                    ours.push(line.clone());
+                }
+            }
+        }
+        for format in &theirs.formats {
+            if !self.formats.contains(format) {
+                self.formats.push(*format);
+            }
+        }
+        self.loaded_at_ns = self.loaded_at_ns.min(theirs.loaded_at_ns);
+        self
     }
 
     /// The counters, by their names in the file.
@@ -144,7 +232,9 @@ impl Statistics {
             };
             let number = || value.parse::<u64>().unwrap_or(0);
             match key {
-                "format" => stats.format = Format::from_name(value),
+                "format" => {
+                    stats.formats = value.split(',').filter_map(Format::from_name).collect();
+                }
                 "bits_per_key" => stats.bits_per_key = value.parse().ok(),
                 "dropin_policies" => stats.dropin_policies = number(),
                 "policies_served" => stats.policies_served = number(),
@@ -157,6 +247,8 @@ impl Statistics {
                 "pid" => stats.pid = number(),
                 "loaded_at_ns" => stats.loaded_at_ns = value.parse().unwrap_or(0),
                 "forked_from" => stats.forked_from = value.parse().ok(),
+                "started" => stats.started = value.parse().ok(),
+                "copy" => stats.copies.extend(Copy::parse(value)),
                 "leveldb" => stats.served.push(value.to_owned()),
                 "declined" => stats.declined.push(value.to_owned()),
                 "refused" => stats.refused.push(value.to_owned()),
@@ -167,6 +259,21 @@ impl Statistics {
     }
 }
 
+impl Copy {
+    /// A `copy=` line's value: `ID:N,N,N,N,N,N,N,N`.
+    fn parse(value: &str) -> Option<Copy> {
+        let (id, numbers) = value.rsplit_once(':')?;
+        let numbers: Vec<u64> = numbers
+            .split(',')
+            .map(|n| n.parse().ok())
+            .collect::<Option<_>>()?;
+        Some(Copy {
+            id: id.to_owned(),
+            counters: numbers.try_into().ok()?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,7 +281,7 @@ mod tests {
     #[test]
     fn a_file_reads_back_as_written() {
         let stats = Statistics {
-            format: Some(Format::Compact),
+            formats: vec![Format::Bloom, Format::Compact],
             bits_per_key: Some(7.5),
             dropin_policies: 3,
             policies_served: 2,
@@ -194,19 +301,51 @@ mod tests {
         };
         let text = stats.to_text();
         assert!(
-            text.starts_with("served=partly\nformat=compact\nbits_per_key=7.5\n"),
+            text.starts_with("served=partly\nformat=bloom,compact\nbits_per_key=7.5\n"),
             "{text}"
         );
         assert_eq!(Statistics::parse(&text), stats);
     }
 
     #[test]
+    fn copies_in_one_process_sum_and_each_replaces_only_its_own_line() {
+        let copy = |id: &str, served: u64, line: &str, format| {
+            let mut stats = Statistics {
+                formats: vec![format],
+                pid: 9,
+                loaded_at_ns: served.into(),
+                served: vec![line.to_owned()],
+                copies: vec![Copy {
+                    id: id.to_owned(),
+                    counters: [served, served, 0, 0, 10 * served, 0, 0, 0],
+                }],
+                ..Statistics::default()
+            };
+            stats.set_counters(stats.copies[0].counters);
+            stats
+        };
+        let a = copy("a", 2, "leveldb=A", Format::Bloom);
+        let file = Statistics::parse(&a.to_text());
+        let both = copy("b", 3, "leveldb=B", Format::Compact).with_other_copies(&file);
+        assert_eq!((both.policies_served, both.filters_built), (5, 50));
+        assert_eq!(both.served, ["leveldb=B", "leveldb=A"]);
+        assert_eq!(both.formats, [Format::Compact, Format::Bloom]);
+        assert_eq!(both.loaded_at_ns, 2);
+        // A's later word replaces its own line only.
+        let file = Statistics::parse(&both.to_text());
+        let again = copy("a", 4, "leveldb=A", Format::Bloom).with_other_copies(&file);
+        assert_eq!(again.policies_served, 7);
+        assert_eq!(again.copies.len(), 2);
+        assert_eq!(Statistics::parse(&again.to_text()), again);
+    }
+
+    #[test]
     fn the_program_s_bits_and_an_unknown_format_are_none() {
         let stats = Statistics::parse("format=bloom\nbits_per_key=program\npid=7\n");
-        assert_eq!(stats.format, Some(Format::Bloom));
+        assert_eq!(stats.formats, [Format::Bloom]);
         assert_eq!(stats.bits_per_key, None);
         assert_eq!(stats.served(), Served::No);
-        assert_eq!(Statistics::parse("format=other\n").format, None);
+        assert!(Statistics::parse("format=other\n").formats.is_empty());
     }
 
     #[test]
