@@ -131,9 +131,14 @@ pub(crate) fn lock_failure(dir: &Path, write: bool, e: LockError) -> Failure {
             shown(&dir.join("LOCK"))
         )),
         LockError::Io(e) => Failure::error(format!(
-            "{}: cannot take LevelDB's lock ({}: {e})",
+            "{}: cannot take LevelDB's lock ({}: {e}){}",
             shown(dir),
-            shown(&dir.join("LOCK"))
+            shown(&dir.join("LOCK")),
+            if e.raw_os_error() == Some(libc::EISDIR) {
+                "; no LevelDB can open the database while it is so"
+            } else {
+                ""
+            }
         )),
     }
 }

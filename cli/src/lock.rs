@@ -37,13 +37,17 @@ pub enum LockError {
 }
 
 impl DatabaseLock {
-    /// A read lock on the database in `dir`.
+    /// A read lock on the database in `dir`. A `LOCK` that is a directory fails as it fails
+    /// LevelDB, which opens it read-write ("Is a directory"): no LevelDB opens the database.
     pub fn read(dir: &Path) -> Result<DatabaseLock, LockError> {
         let opened = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(dir.join("LOCK"));
         match opened {
+            Ok(file) if file.metadata().map_err(LockError::Io)?.is_dir() => {
+                Err(LockError::Io(io::Error::from_raw_os_error(libc::EISDIR)))
+            }
             Ok(file) => Self::take(Some(file), false),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Self::take(None, false),
             Err(e) => Err(LockError::Io(e)),
@@ -165,6 +169,21 @@ mod tests {
         ));
         drop(writer);
         assert!(DatabaseLock::write(dir.path()).is_ok());
+    }
+
+    #[test]
+    fn a_lock_that_is_a_directory_fails_as_it_fails_leveldb() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("LOCK")).unwrap();
+        for taken in [
+            DatabaseLock::read(dir.path()),
+            DatabaseLock::write(dir.path()),
+        ] {
+            assert!(
+                matches!(&taken, Err(LockError::Io(e)) if e.raw_os_error() == Some(libc::EISDIR)),
+                "{taken:?}"
+            );
+        }
     }
 
     #[test]

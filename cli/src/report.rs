@@ -1,7 +1,7 @@
 //! What one pass over a table finds: its counts, its filters and how well they work, and
 //! what is damaged. `inspect` shows the counts, `verify` the damage.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -18,8 +18,11 @@ pub const BUILTIN_POLICY: &str = leveldb_bloom::NAME;
 /// The most memory a table's false-positive measurement keeps user keys in (a sample beyond),
 /// counting each key's bytes and [`SAMPLE_KEY_OVERHEAD`].
 const SAMPLE_KEY_BYTES: usize = 8 << 20;
-/// What a sampled key costs besides its bytes: its vector and its slot in the set.
-const SAMPLE_KEY_OVERHEAD: usize = 48;
+/// What a sampled key costs besides its bytes: where it ends.
+const SAMPLE_KEY_OVERHEAD: usize = size_of::<usize>();
+/// How many of a table's keys at most have their neighbours asked of the filters (spread
+/// evenly over the table): enough for the rate, a bounded share of the table's reading.
+const PROBED_KEYS: usize = 4096;
 
 /// How keys are stored: database tables hold internal keys (the user key and an 8-byte
 /// tag), tables written with `TableBuilder` directly hold user keys.
@@ -319,24 +322,61 @@ pub fn analyze(
         report.expected_fp = Some(expected_sum / filtered_keys as f64);
         report.compact_fp_same_size = Some(compact::false_positive_rate_at(bits_per_key));
     }
-    measure_false_positives(&table, f, &sample.keys, keys, &mut report);
+    measure_false_positives(&table, f, &sample, keys, &mut report);
     Ok(report)
 }
 
-/// The distinct user keys of a table, up to [`SAMPLE_KEY_BYTES`] of them.
+/// The distinct user keys of a table as its walk meets them (ascending, in a table LevelDB
+/// reads whole: a key's versions are next to each other), in one buffer, up to
+/// [`SAMPLE_KEY_BYTES`] of them; the first ones where there are more.
 #[derive(Default)]
 struct KeySample {
-    keys: HashSet<Vec<u8>>,
-    bytes: usize,
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+    full: bool,
 }
 
 impl KeySample {
     fn add(&mut self, key: &[u8]) {
-        let cost = key.len() + SAMPLE_KEY_OVERHEAD;
-        if self.bytes + cost <= SAMPLE_KEY_BYTES && !self.keys.contains(key) {
-            self.bytes += cost;
-            self.keys.insert(key.to_vec());
+        if self.full
+            || self
+                .ends
+                .last()
+                .is_some_and(|_| self.key(self.len() - 1) == key)
+        {
+            return;
         }
+        if self.bytes.len() + key.len() + SAMPLE_KEY_OVERHEAD * (self.ends.len() + 1)
+            > SAMPLE_KEY_BYTES
+        {
+            self.full = true;
+            return;
+        }
+        self.bytes.extend_from_slice(key);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+
+    /// Whether the table holds `key` (it is among the sample, or beyond a full one's last).
+    fn holds(&self, key: &[u8]) -> bool {
+        let (mut low, mut high) = (0, self.len());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            match self.key(mid).cmp(key) {
+                std::cmp::Ordering::Less => low = mid + 1,
+                std::cmp::Ordering::Greater => high = mid,
+                std::cmp::Ordering::Equal => return true,
+            }
+        }
+        self.full && low == self.len()
     }
 }
 
@@ -350,15 +390,18 @@ fn problem(e: table::Error) -> Problem {
 
 /// Asks the filters about absent keys next to real ones (each key with its last byte one
 /// higher, and one lower), as LevelDB would: the filter of the block its index points to.
+/// At most [`PROBED_KEYS`] keys' neighbours, spread evenly over the table.
 fn measure_false_positives<P: FilterPolicy>(
     table: &Table<'_>,
     filters: FilterBlockReader<'_, P>,
-    user_keys: &HashSet<Vec<u8>>,
+    sample: &KeySample,
     keys: Keys,
     report: &mut TableReport,
 ) {
     let mut neighbour = Vec::new();
-    for key in user_keys {
+    let stride = sample.len().div_ceil(PROBED_KEYS).max(1);
+    for i in (0..sample.len()).step_by(stride) {
+        let key = sample.key(i);
         let Some(&last) = key.last() else { continue };
         for next in [last.checked_add(1), last.checked_sub(1)]
             .into_iter()
@@ -367,7 +410,7 @@ fn measure_false_positives<P: FilterPolicy>(
             neighbour.clear();
             neighbour.extend_from_slice(key);
             *neighbour.last_mut().expect("not empty") = next;
-            if user_keys.contains(&neighbour) {
+            if sample.holds(&neighbour) {
                 continue;
             }
             let Some(block) = table.block_for(&neighbour, keys == Keys::Internal) else {

@@ -243,16 +243,41 @@ impl<'a> RawBlock<'a> {
                     .map(Cow::Owned)
                     .map_err(|e| Error::at(at, format!("snappy block: {e}")))
             }
-            // LevelDB 1.23 knows 0 (none) and 1 (Snappy); newer LevelDB writes zstd as type 2.
-            2 => Err(Error::at(
-                at,
-                "zstd-compressed block (compression type 2, newer LevelDB): not readable \
-                 by LevelDB 1.23"
-                    .to_string(),
-            )),
-            other => Err(Error::at(at, format!("unknown compression type {other}"))),
+            other => Err(Error::at(at, foreign_compression(other, self.stored()))),
         }
     }
+}
+
+/// What a block of compression type `kind`, which LevelDB 1.23 cannot read (it knows 0, none,
+/// and 1, Snappy), holds, named from its `stored` bytes: LevelDB's newer releases write zstd
+/// as type 2; Minecraft Bedrock's LevelDB (leveldb-mcpe) writes zlib as type 2 and raw
+/// deflate as type 4.
+fn foreign_compression(kind: u8, stored: &[u8]) -> String {
+    const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+    // What inflating may make of a block, at most: far beyond any real block's ratio.
+    let limit = stored
+        .len()
+        .saturating_mul(SNAPPY_MAX_EXPANSION)
+        .max(1 << 16);
+    let zlib = || miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(stored, limit).is_ok();
+    let deflate = || miniz_oxide::inflate::decompress_to_vec_with_limit(stored, limit).is_ok();
+    let what = match kind {
+        2 if stored.starts_with(&ZSTD_MAGIC) => {
+            "a zstd-compressed block (compression type 2, as LevelDB's newer releases write it)"
+                .to_owned()
+        }
+        2 if zlib() => "a zlib-compressed block (compression type 2, as Minecraft Bedrock's \
+                        LevelDB, leveldb-mcpe, writes it)"
+            .to_owned(),
+        2 => "compression type 2 (zstd in LevelDB's newer releases, zlib in leveldb-mcpe), \
+              and the block is neither"
+            .to_owned(),
+        4 if deflate() => "a raw-deflate-compressed block (compression type 4, as Minecraft \
+                           Bedrock's LevelDB, leveldb-mcpe, writes it)"
+            .to_owned(),
+        other => format!("unknown compression type {other}"),
+    };
+    format!("{what}: not readable by LevelDB 1.23")
 }
 
 /// How many bytes of keys a block's entries may rebuild, for each byte of the block. LevelDB
@@ -805,20 +830,63 @@ mod tests {
     }
 
     #[test]
-    fn compression_types_leveldb_cannot_read_are_named() {
-        let block = |compression| RawBlock {
-            handle: BlockHandle { offset: 7, size: 3 },
-            bytes: Cow::Borrowed(b"abc\0\0\0\0\0"),
-            compression,
-            masked_crc: 0,
+    fn compression_types_leveldb_cannot_read_are_named_from_their_bytes() {
+        let block = |compression, stored: &[u8]| {
+            let mut bytes = stored.to_vec();
+            bytes.extend_from_slice(&[0; TRAILER_LEN]);
+            RawBlock {
+                handle: BlockHandle {
+                    offset: 7,
+                    size: stored.len() as u64,
+                },
+                bytes: Cow::Owned(bytes),
+                compression,
+                masked_crc: 0,
+            }
         };
-        assert_eq!(block(0).contents().unwrap().as_ref(), b"abc");
-        let zstd = block(2).contents().unwrap_err().to_string();
-        assert!(zstd.contains("zstd") && zstd.contains("type 2"), "{zstd}");
-        for other in [3, 4, 127, 255] {
-            let said = block(other).contents().unwrap_err().to_string();
+        let said = |compression, stored: &[u8]| {
+            block(compression, stored)
+                .contents()
+                .unwrap_err()
+                .to_string()
+        };
+        let contents = b"a block's contents, a block's contents, a block's contents";
+        assert_eq!(block(0, b"abc").contents().unwrap().as_ref(), b"abc");
+        let zstd = ruzstd::encoding::compress_to_vec(
+            &contents[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        let zlib = miniz_oxide::deflate::compress_to_vec_zlib(contents, 6);
+        let deflate = miniz_oxide::deflate::compress_to_vec(contents, 6);
+        for (kind, stored, named) in [
+            (
+                2,
+                &zstd[..],
+                "a zstd-compressed block (compression type 2, as LevelDB's newer",
+            ),
+            (
+                2,
+                &zlib[..],
+                "a zlib-compressed block (compression type 2, as Minecraft",
+            ),
+            (
+                4,
+                &deflate[..],
+                "a raw-deflate-compressed block (compression type 4",
+            ),
+            (
+                2,
+                b"abc",
+                "compression type 2 (zstd in LevelDB's newer releases, zlib in",
+            ),
+            (4, &zlib[..1], "unknown compression type 4"),
+            (3, &zlib[..], "unknown compression type 3"),
+            (255, b"abc", "unknown compression type 255"),
+        ] {
+            let said = said(kind, stored);
             assert!(
-                said.contains(&format!("unknown compression type {other}")),
+                said.starts_with(&format!("at offset 7: {named}"))
+                    && said.ends_with("not readable by LevelDB 1.23"),
                 "{said}"
             );
         }

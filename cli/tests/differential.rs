@@ -14,7 +14,9 @@
 //!   or zeroed to its end (what a crash leaves) or `verify` warned that LevelDB skips log
 //!   records, reads without an error.
 //! - `upgrade` exits 0 only if stock LevelDB reads the same records after it as before it;
-//!   and when it refuses, no file changed.
+//!   and when it refuses, no file changed. A third of the upgrades are cut by power at a
+//!   random operation (`faults/power_cut.c`): what the cut leaves, and what the next upgrade
+//!   (and the `--undo` it names) leaves, must read as before.
 //!
 //! The run lasts `LEVELDB_BLOOM_DIFFERENTIAL_SECONDS` (default 20), from the seed in
 //! `LEVELDB_BLOOM_DIFFERENTIAL_SEED` (default: the time); a disagreement fails with the
@@ -254,6 +256,12 @@ fn case(seed: u64, scratch: &Path) -> Vec<String> {
     let before = stock_reads(&damaged, &scratch.join("read"), false);
     let files = data_files(&damaged);
     let format = if rng.bool() { "compact" } else { "bloom" };
+    if rng.u8(0..3) == 0 {
+        found.extend(cut_by_power(
+            &damaged, &before, format, scratch, &mut rng, &what,
+        ));
+        return found;
+    }
     let upgrade = run_bounded(&["upgrade", d, "--format", format]);
     match upgrade.status.code() {
         Some(0) => {
@@ -277,6 +285,68 @@ fn case(seed: u64, scratch: &Path) -> Vec<String> {
             }
         }
         _ => found.push(format!("{what}: upgrade: {}", text(&upgrade))),
+    }
+    found
+}
+
+/// The upgrade of `damaged` cut by power at a random operation (`faults/power_cut.c`, either
+/// model, a sync failing now and then): what the cut leaves, and what the commands the next
+/// upgrade names leave, must read as stock LevelDB read `before`.
+fn cut_by_power(
+    damaged: &Path,
+    before: &Result<Records, String>,
+    format: &str,
+    scratch: &Path,
+    rng: &mut fastrand::Rng,
+    what: &str,
+) -> Vec<String> {
+    let mut found = Vec::new();
+    let image = scratch.join("cut");
+    let at = rng.u64(1..80);
+    let model = if rng.bool() { "synced" } else { "ordered" };
+    let mut cmd = command();
+    cmd.args(["upgrade", damaged.to_str().unwrap(), "--format", format])
+        .env("LD_PRELOAD", power_cut())
+        .env("POWER_CUT_DIR", damaged)
+        .env("POWER_CUT_OUT", &image)
+        .env("POWER_CUT_AT", at.to_string())
+        .env("POWER_CUT_MODEL", model);
+    let failing = (rng.u8(0..4) == 0).then(|| rng.u64(1..40));
+    if let Some(sync) = failing {
+        cmd.env("POWER_CUT_FAIL_SYNC", sync.to_string());
+    }
+    let how = format!("{what}; upgrade cut at operation {at} ({model}, sync {failing:?} failing)");
+    let cut = run_within(cmd, LIMIT);
+    if !image.is_dir() {
+        return vec![format!("{how}: no image: {}", text(&cut))];
+    }
+    let Ok(before) = before else {
+        return found;
+    };
+    let reads = |dir: &Path| stock_reads(dir, &scratch.join("read"), false);
+    let i = image.to_str().unwrap();
+    match reads(&image) {
+        Ok(read) if read == *before => {}
+        read => found.push(format!(
+            "{how}: stock LevelDB read {} records before, and {:?} after the cut ({})",
+            before.len(),
+            read.map(|r| r.len()),
+            text(&cut)
+        )),
+    }
+    let next = run_bounded(&["upgrade", i, "--format", format]);
+    if stderr(&next).contains("--undo") {
+        run_bounded(&["upgrade", "--undo", i]);
+    }
+    match reads(&image) {
+        Ok(read) if read == *before => {}
+        read => found.push(format!(
+            "{how}: stock LevelDB read {} records before, and {:?} after the next upgrade \
+             ({})",
+            before.len(),
+            read.map(|r| r.len()),
+            text(&next)
+        )),
     }
     found
 }

@@ -263,26 +263,6 @@ fn a_database_another_process_holds_is_refused_and_left_alone() {
     assert_reads(&dir, &expected, n);
 }
 
-/// The fault shim (`faults/compaction_fault.c`), built as a shared library to preload.
-fn compaction_fault() -> PathBuf {
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let shim = tmp.join("compaction_fault.so");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/faults/compaction_fault.c");
-    let built = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O1", "-o"])
-        .arg(&shim)
-        .arg(&source)
-        .args(["-ldl", "-lleveldb"])
-        .output()
-        .expect("run cc");
-    assert!(
-        built.status.success(),
-        "building the fault shim: {}",
-        text(&built)
-    );
-    shim
-}
-
 /// `upgrade` of `dir` to compact filters with `fault` injected into LevelDB.
 fn upgrade_with_fault(dir: &Path, fault: &str) -> std::process::Output {
     let mut cmd = command();
@@ -950,4 +930,33 @@ fn empty_filters_print_no_nan() {
         serde_json::from_slice(&out.stdout).unwrap()
     };
     assert!(json["total"]["bits_per_key"].is_null(), "{json}");
+}
+
+#[test]
+fn a_lock_that_is_a_directory_fails_verify_as_it_fails_leveldb() {
+    let (_tmp, dir, expected) = bloom_db(1000);
+    std::fs::remove_file(dir.join("LOCK")).unwrap();
+    std::fs::create_dir(dir.join("LOCK")).unwrap();
+    let stock = Db::open(&dir, Some(BLOOM), true, false).err();
+    assert!(
+        stock
+            .as_deref()
+            .is_some_and(|e| e.contains("Is a directory")),
+        "stock LevelDB opens it: {stock:?}"
+    );
+    for args in [
+        &["verify"][..],
+        &["inspect"],
+        &["upgrade", "--format", "compact"],
+    ] {
+        let out = run_bounded(&[args, &[dir.to_str().unwrap()]].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(
+            stderr(&out).contains("Is a directory"),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
+    std::fs::remove_dir(dir.join("LOCK")).unwrap();
+    assert_reads(&dir, &expected, 1000);
 }

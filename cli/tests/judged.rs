@@ -982,3 +982,132 @@ fn a_last_log_record_whose_length_claims_past_the_end_is_damage() {
     );
     assert_eq!(data_files(&dir), files, "upgrade changed the database");
 }
+
+/// `table` (its data blocks' contents, its metaindex and index as they are) written again
+/// with every data block stored as `kind` by `compress`, checksums right.
+fn recompressed(table: &[u8], kind: u8, compress: impl Fn(&[u8]) -> Vec<u8>) -> Vec<u8> {
+    use leveldb_bloom_cli::table::{BlockHandle, RawBlock};
+    let parsed = Table::open(&table).unwrap();
+    let mut file = Vec::new();
+    let put = |file: &mut Vec<u8>, kind: u8, stored: &[u8]| {
+        let handle = BlockHandle {
+            offset: file.len() as u64,
+            size: stored.len() as u64,
+        };
+        file.extend_from_slice(stored);
+        file.push(kind);
+        let crc = crc32c::crc32c_append(crc32c::crc32c(stored), &[kind]);
+        file.extend_from_slice(&mask_crc(crc).to_le_bytes());
+        handle
+    };
+    let handle_bytes = |h: BlockHandle| {
+        let mut v = Vec::new();
+        varint(h.offset, &mut v);
+        varint(h.size, &mut v);
+        v
+    };
+    // Every index entry a restart point of its own: shared 0, then the whole key.
+    let mut index = Vec::new();
+    let mut restarts = Vec::new();
+    for entry in &parsed.index {
+        let contents = RawBlock::locate(&table, entry.handle)
+            .unwrap()
+            .contents()
+            .unwrap();
+        let handle = handle_bytes(put(&mut file, kind, &compress(&contents)));
+        let key = parsed.separator(entry);
+        restarts.push(index.len() as u32);
+        varint(0, &mut index);
+        varint(key.len() as u64, &mut index);
+        varint(handle.len() as u64, &mut index);
+        index.extend_from_slice(key);
+        index.extend_from_slice(&handle);
+    }
+    for restart in &restarts {
+        index.extend_from_slice(&restart.to_le_bytes());
+    }
+    index.extend_from_slice(&(restarts.len() as u32).to_le_bytes());
+    let metaindex = RawBlock::locate(&table, parsed.metaindex)
+        .unwrap()
+        .contents()
+        .unwrap()
+        .into_owned();
+    let meta = put(&mut file, 0, &metaindex);
+    let index = put(&mut file, 0, &index);
+    let mut footer = [handle_bytes(meta), handle_bytes(index)].concat();
+    footer.resize(40, 0);
+    footer.extend_from_slice(&0xdb47_7524_8b80_fb57u64.to_le_bytes());
+    file.extend_from_slice(&footer);
+    file
+}
+
+#[test]
+fn blocks_other_leveldbs_compress_are_named_as_their_writers_write_them() {
+    // A table stock LevelDB wrote uncompressed, without filters, its data blocks stored
+    // again as each LevelDB stores them: Snappy (type 1, which LevelDB 1.23 reads: the
+    // re-encoding is right), and zlib and raw deflate (leveldb-mcpe's types 2 and 4) and
+    // zstd (LevelDB's newer releases, type 2), which it cannot read.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    unfiltered_db(&dir, 3000, |i| format!("value {i} {}", "v".repeat(40)));
+    let table = std::fs::read(live_tables(&dir).remove(0)).unwrap();
+    let entries = leveldb_table_entries(&live_tables(&dir).remove(0));
+    assert!(entries > 0);
+    type Compress = fn(&[u8]) -> Vec<u8>;
+    let cases: [(&str, u8, Compress, Option<&str>); 4] = [
+        (
+            "snappy",
+            1,
+            |b| snap::raw::Encoder::new().compress_vec(b).unwrap(),
+            None,
+        ),
+        (
+            "zlib",
+            2,
+            |b| miniz_oxide::deflate::compress_to_vec_zlib(b, 6),
+            Some(
+                "a zlib-compressed block (compression type 2, as Minecraft Bedrock's LevelDB, leveldb-mcpe, writes it)",
+            ),
+        ),
+        (
+            "deflate",
+            4,
+            |b| miniz_oxide::deflate::compress_to_vec(b, 6),
+            Some(
+                "a raw-deflate-compressed block (compression type 4, as Minecraft Bedrock's LevelDB, leveldb-mcpe, writes it)",
+            ),
+        ),
+        (
+            "zstd",
+            2,
+            |b| ruzstd::encoding::compress_to_vec(b, ruzstd::encoding::CompressionLevel::Fastest),
+            Some(
+                "a zstd-compressed block (compression type 2, as LevelDB's newer releases write it)",
+            ),
+        ),
+    ];
+    for (name, kind, compress, named) in cases {
+        let path = tmp.path().join(format!("{name}.ldb"));
+        std::fs::write(&path, recompressed(&table, kind, compress)).unwrap();
+        let out = run_bounded(&["verify", path_str(&path)]);
+        match named {
+            None => {
+                assert_eq!(leveldb_table_entries(&path), entries, "{name}");
+                assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out));
+            }
+            Some(named) => {
+                assert_eq!(
+                    leveldb_table_entries(&path),
+                    -1,
+                    "{name}: LevelDB 1.23 reads it"
+                );
+                assert_eq!(out.status.code(), Some(1), "{name}: {}", text(&out));
+                assert!(
+                    out_of(&out).contains(&format!("{named}: not readable by LevelDB 1.23")),
+                    "{name}: {}",
+                    text(&out)
+                );
+            }
+        }
+    }
+}

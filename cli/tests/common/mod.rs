@@ -7,6 +7,7 @@ pub mod stock;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use leveldb_bloom::{AnyPolicy, BloomPolicy};
@@ -241,4 +242,41 @@ pub fn field_edit(tag: u8, value: u64) -> Vec<u8> {
     let mut edit = vec![tag];
     varint(value, &mut edit);
     edit
+}
+
+/// The fault shim (`faults/compaction_fault.c`): LevelDB's whole-range compaction loses a
+/// record, or the process is killed after it.
+pub fn compaction_fault() -> PathBuf {
+    shim("compaction_fault", &["-ldl", "-lleveldb"])
+}
+
+/// The power-cut shim (`faults/power_cut.c`).
+pub fn power_cut() -> PathBuf {
+    shim("power_cut", &["-ldl", "-lpthread"])
+}
+
+/// A shim of `faults/`, built once per test binary as a shared library to preload.
+fn shim(name: &str, libs: &[&str]) -> PathBuf {
+    static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let built_at = tmp.join(format!("{name}.so"));
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if built.iter().any(|b| b == name) {
+        return built_at;
+    }
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/faults/{name}.c"));
+    // Built under a name of its own, then renamed: another test binary running at once never
+    // loads a half-written library.
+    let scratch = tmp.join(format!("{name}.{}.so", std::process::id()));
+    let out = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&scratch)
+        .arg(&source)
+        .args(libs)
+        .output()
+        .expect("run cc");
+    assert!(out.status.success(), "building {name}: {}", text(&out));
+    std::fs::rename(&scratch, &built_at).unwrap();
+    built.push(name.to_owned());
+    built_at
 }
