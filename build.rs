@@ -8,7 +8,8 @@ fn main() {
     processor_levels();
 }
 
-/// `leveldb_bloom_test_popcnt` and `leveldb_bloom_test_avx2` where the processor building an
+/// `leveldb_bloom_test_popcnt`, `leveldb_bloom_test_avx2` and `leveldb_bloom_test_avx512`
+/// where the processor building an
 /// x86-64 library has those levels: tests of a level it lacks are ignored with that reason,
 /// rather than passing without running (a test checks the cfg against the processor the
 /// tests run on). Under Miri, which reports the instructions the build enables rather than
@@ -16,6 +17,7 @@ fn main() {
 fn processor_levels() {
     println!("cargo::rustc-check-cfg=cfg(leveldb_bloom_test_popcnt)");
     println!("cargo::rustc-check-cfg=cfg(leveldb_bloom_test_avx2)");
+    println!("cargo::rustc-check-cfg=cfg(leveldb_bloom_test_avx512)");
     if env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("x86_64") {
         return;
     }
@@ -31,6 +33,17 @@ fn processor_levels() {
     }
     if ["avx2", "bmi1", "bmi2", "popcnt"].into_iter().all(has) {
         println!("cargo::rustc-cfg=leveldb_bloom_test_avx2");
+        let avx512 = [
+            "avx512f",
+            "avx512dq",
+            "avx512bw",
+            "avx512vl",
+            "avx512vbmi",
+            "avx512vpopcntdq",
+        ];
+        if avx512.into_iter().all(has) {
+            println!("cargo::rustc-cfg=leveldb_bloom_test_avx512");
+        }
     }
 }
 
@@ -44,6 +57,12 @@ fn host_features() -> Vec<String> {
             ("avx2", has!("avx2")),
             ("bmi1", has!("bmi1")),
             ("bmi2", has!("bmi2")),
+            ("avx512f", has!("avx512f")),
+            ("avx512dq", has!("avx512dq")),
+            ("avx512bw", has!("avx512bw")),
+            ("avx512vl", has!("avx512vl")),
+            ("avx512vbmi", has!("avx512vbmi")),
+            ("avx512vpopcntdq", has!("avx512vpopcntdq")),
         ];
         found
             .into_iter()

@@ -4,20 +4,23 @@
 //! Every routine with a version for wider instructions keeps its portable version, and the
 //! tests run each version this processor has against the others and against LevelDB.
 //!
-//! | routine | AVX2 | POPCNT | PORTABLE |
-//! |---|---|---|---|
-//! | Bloom filter creation, batch queries (`bloom::lanes`) | eight keys in AVX2 lanes | scalar | scalar |
-//! | ribbon query (`compact::ribbon`) | popcnt and BMI2 | popcnt | portable |
-//! | ribbon creation | popcnt | popcnt | portable |
-//! | the C API's single-key Bloom query | BMI2 | scalar | scalar |
+//! | routine | AVX512 | AVX2 | POPCNT | PORTABLE |
+//! |---|---|---|---|---|
+//! | Bloom filter creation, batch queries (`bloom::lanes`) | as AVX2 | eight keys in AVX2 lanes | scalar | scalar |
+//! | ribbon query (`compact::ribbon`) | a key's columns in 8 lanes | in 4 lanes | popcnt | portable |
+//! | ribbon creation | popcnt | popcnt | popcnt | portable |
+//! | the C API's single-key Bloom query | BMI2 | BMI2 | scalar | scalar |
 //!
-//! `AVX2` is an x86-64 processor with AVX2, BMI1, BMI2 and popcnt; `POPCNT` one with
-//! popcnt; every other processor, and every other architecture, runs `PORTABLE`. The level
-//! is found at the first call that needs it. `LEVELDB_BLOOM_SIMD` pins it for the process:
+//! `AVX512` is an x86-64 processor with AVX2's level and AVX-512's foundation, DQ, BW, VL,
+//! VBMI and VPOPCNTDQ instructions (AMD Zen 4 on, Intel Ice Lake on); `AVX2` one with AVX2, BMI1,
+//! BMI2 and popcnt; `POPCNT` one with popcnt; every other processor, and every other
+//! architecture, runs `PORTABLE`. The level is found at the first call that needs it.
+//! `LEVELDB_BLOOM_SIMD` pins it for the process, never above what the processor has:
 //!
 //! | value | level |
 //! |---|---|
 //! | unset, empty or `auto` | the best this processor has |
+//! | `avx512`, `avx2`, `popcnt` | that level, or the best below it this processor has |
 //! | `portable` | `PORTABLE` |
 //!
 //! Any other value gets one line on standard error and `auto`: a typo must not silently
@@ -49,6 +52,8 @@ impl Instructions {
     const POPCNT: Instructions = Instructions(2);
     /// x86-64 with AVX2, BMI1, BMI2 and popcnt.
     const AVX2: Instructions = Instructions(3);
+    /// x86-64 with AVX2's level and AVX-512 F, DQ, BW, VL, VBMI and VPOPCNTDQ.
+    const AVX512: Instructions = Instructions(4);
 
     /// Whether code compiled for popcnt may run.
     #[inline(always)]
@@ -66,6 +71,13 @@ impl Instructions {
     #[inline(always)]
     pub fn has_avx2(self) -> bool {
         self >= Instructions::AVX2
+    }
+
+    /// Whether code compiled for AVX2's level and AVX-512 F, DQ, BW, VL, VBMI and VPOPCNTDQ
+    /// may run.
+    #[inline(always)]
+    pub fn has_avx512(self) -> bool {
+        self >= Instructions::AVX512
     }
 }
 
@@ -99,6 +111,7 @@ pub(crate) fn supported() -> Vec<Instructions> {
         Instructions::PORTABLE,
         Instructions::POPCNT,
         Instructions::AVX2,
+        Instructions::AVX512,
     ]
     .into_iter()
     .filter(|&level| level <= detect())
@@ -116,11 +129,15 @@ fn choose() -> Instructions {
         None => detect(),
         Some(value) if value.is_empty() || value == "auto" => detect(),
         Some(value) if value == "portable" => Instructions::PORTABLE,
+        Some(value) if value == "popcnt" => Instructions::POPCNT.min(detect()),
+        Some(value) if value == "avx2" => Instructions::AVX2.min(detect()),
+        Some(value) if value == "avx512" => Instructions::AVX512.min(detect()),
         Some(value) => {
             // A failed write is no reason to stop a program that only wanted its filters.
             let _ = writeln!(
                 std::io::stderr(),
-                "leveldb-bloom: LEVELDB_BLOOM_SIMD={value:?} is not auto or portable; using auto"
+                "leveldb-bloom: LEVELDB_BLOOM_SIMD={value:?} is not auto, avx512, avx2, popcnt or \
+                 portable; using auto"
             );
             detect()
         }
@@ -136,7 +153,17 @@ fn detect() -> Instructions {
     {
         use std::arch::is_x86_feature_detected as has;
         if has!("avx2") && has!("bmi1") && has!("bmi2") && has!("popcnt") {
-            return Instructions::AVX2;
+            let avx512 = has!("avx512f")
+                && has!("avx512dq")
+                && has!("avx512bw")
+                && has!("avx512vl")
+                && has!("avx512vbmi")
+                && has!("avx512vpopcntdq");
+            return if avx512 {
+                Instructions::AVX512
+            } else {
+                Instructions::AVX2
+            };
         }
         if has!("popcnt") {
             return Instructions::POPCNT;
@@ -160,6 +187,7 @@ mod tests {
             "built on another processor: the AVX2 tests' ignore is wrong"
         );
         assert_eq!(best.has_popcnt(), cfg!(leveldb_bloom_test_popcnt));
+        assert_eq!(best.has_avx512(), cfg!(leveldb_bloom_test_avx512));
     }
 
     /// Each level says no more than the processor reports: the vector code's safety.
@@ -176,6 +204,17 @@ mod tests {
             }
             if level.has_avx2() {
                 assert!(has!("avx2") && has!("bmi1") && has!("bmi2"), "{level:?}");
+            }
+            if level.has_avx512() {
+                assert!(
+                    has!("avx512f")
+                        && has!("avx512dq")
+                        && has!("avx512bw")
+                        && has!("avx512vl")
+                        && has!("avx512vbmi")
+                        && has!("avx512vpopcntdq"),
+                    "{level:?}"
+                );
             }
         }
         let chosen = instructions();

@@ -75,11 +75,12 @@ pub(super) fn answer_in_lanes<'k>(
     results: &mut [bool],
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
-    if results.len() >= LANES && level.has_avx2() {
-        if let Some(divisor) = LaneDivisor::new(array.len()) {
-            // SAFETY: `level` says the processor has AVX2.
-            return unsafe { x86::answer(keys, k, array, divisor, results) };
-        }
+    if results.len() >= LANES
+        && level.has_avx2()
+        && let Some(divisor) = LaneDivisor::new(array.len())
+    {
+        // SAFETY: `level` says the processor has AVX2.
+        return unsafe { x86::answer(keys, k, array, divisor, results) };
     }
     let _ = (level, keys, k, array, results);
     0
@@ -95,12 +96,12 @@ where
     I::Item: AsRef<[u8]>,
 {
     #[cfg(target_arch = "x86_64")]
-    if level.has_avx2() {
-        if let Some(divisor) = LaneDivisor::new(array.len()) {
-            // SAFETY: `level` says the processor has AVX2; `divisor` is the array's.
-            unsafe { x86::set(keys, k, array, divisor) };
-            return true;
-        }
+    if level.has_avx2()
+        && let Some(divisor) = LaneDivisor::new(array.len())
+    {
+        // SAFETY: `level` says the processor has AVX2; `divisor` is the array's.
+        unsafe { x86::set(keys, k, array, divisor) };
+        return true;
     }
     let _ = (level, keys, k, array);
     false

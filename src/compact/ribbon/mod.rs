@@ -39,6 +39,7 @@
 //! processor's instructions.
 
 mod builder;
+mod columns;
 mod query;
 mod row;
 mod shape;
@@ -50,7 +51,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::cpu::Instructions;
 use builder::build_filter;
 pub(super) use builder::modelled_rate;
-use query::{batch_may_match, may_match};
+use query::{OneAtATime, batch_may_match, may_match};
 pub(super) use shape::expected_false_positive_rate;
 
 /// The last byte of a ribbon filter. LevelDB reads it as a Bloom filter with 31 probes,
@@ -89,9 +90,14 @@ pub(super) const WIDE_FROM: usize = 2048;
 pub(super) fn key_may_match(level: Instructions, key: &[u8], filter: &[u8]) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
+        if level.has_avx512() {
+            // SAFETY: `level` says the processor has AVX-512 F, DQ, BW, VL, VBMI and VPOPCNTDQ,
+            // AVX2, BMI1, BMI2 and popcnt.
+            return unsafe { x86::key_may_match_avx512(key, filter) };
+        }
         if level.has_avx2() {
-            // SAFETY: `level` says the processor has BMI1, BMI2 and popcnt.
-            return unsafe { x86::key_may_match_bmi2(key, filter) };
+            // SAFETY: `level` says the processor has AVX2, BMI1, BMI2 and popcnt.
+            return unsafe { x86::key_may_match_avx2(key, filter) };
         }
         if level.has_popcnt() {
             // SAFETY: `level` says the processor has popcnt.
@@ -113,9 +119,14 @@ pub(super) fn keys_may_match<'k>(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
+        if level.has_avx512() {
+            // SAFETY: `level` says the processor has AVX-512 F, DQ, BW, VL, VBMI and VPOPCNTDQ,
+            // AVX2, BMI1, BMI2 and popcnt.
+            return unsafe { x86::keys_may_match_avx512(keys, filter, results) };
+        }
         if level.has_avx2() {
-            // SAFETY: `level` says the processor has BMI1, BMI2 and popcnt.
-            return unsafe { x86::keys_may_match_bmi2(keys, filter, results) };
+            // SAFETY: `level` says the processor has AVX2, BMI1, BMI2 and popcnt.
+            return unsafe { x86::keys_may_match_avx2(keys, filter, results) };
         }
         if level.has_popcnt() {
             // SAFETY: `level` says the processor has popcnt.
@@ -123,14 +134,14 @@ pub(super) fn keys_may_match<'k>(
         }
     }
     let _ = level;
-    batch_may_match(keys, filter, results)
+    batch_may_match(keys, filter, results, OneAtATime)
 }
 
 /// The query in the target's baseline instructions. (Each version is a function of its
 /// own, so that the dispatch inlines into the caller without the versions' stack frames.)
 #[inline(never)]
 fn key_may_match_portable(key: &[u8], filter: &[u8]) -> bool {
-    may_match(xxh3_64(key), filter)
+    may_match(xxh3_64(key), filter, OneAtATime)
 }
 
 /// Writes a ribbon filter for `hashes` into `filter` ([`build_filter`]), by the version
@@ -154,25 +165,42 @@ fn build_portable(hashes: &[u64], filter: &mut [u8]) -> bool {
 /// The versions compiled for x86-64's wider instructions.
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{batch_may_match, build_filter, may_match, xxh3_64};
+    use super::columns::{Avx2, Avx512};
+    use super::{OneAtATime, batch_may_match, build_filter, may_match, xxh3_64};
 
-    #[target_feature(enable = "popcnt,bmi1,bmi2")]
-    pub(super) fn key_may_match_bmi2(key: &[u8], filter: &[u8]) -> bool {
-        may_match(xxh3_64(key), filter)
+    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx512vbmi,avx512vpopcntdq")]
+    #[target_feature(enable = "avx2,popcnt,bmi1,bmi2")]
+    pub(super) fn key_may_match_avx512(key: &[u8], filter: &[u8]) -> bool {
+        may_match(xxh3_64(key), filter, Avx512::new())
+    }
+
+    #[target_feature(enable = "avx2,popcnt,bmi1,bmi2")]
+    pub(super) fn key_may_match_avx2(key: &[u8], filter: &[u8]) -> bool {
+        may_match(xxh3_64(key), filter, Avx2::new())
     }
 
     #[target_feature(enable = "popcnt")]
     pub(super) fn key_may_match_popcnt(key: &[u8], filter: &[u8]) -> bool {
-        may_match(xxh3_64(key), filter)
+        may_match(xxh3_64(key), filter, OneAtATime)
     }
 
-    #[target_feature(enable = "popcnt,bmi1,bmi2")]
-    pub(super) fn keys_may_match_bmi2<'k>(
+    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx512vbmi,avx512vpopcntdq")]
+    #[target_feature(enable = "avx2,popcnt,bmi1,bmi2")]
+    pub(super) fn keys_may_match_avx512<'k>(
         keys: impl IntoIterator<Item = &'k [u8]>,
         filter: &[u8],
         results: &mut [bool],
     ) {
-        batch_may_match(keys, filter, results)
+        batch_may_match(keys, filter, results, Avx512::new())
+    }
+
+    #[target_feature(enable = "avx2,popcnt,bmi1,bmi2")]
+    pub(super) fn keys_may_match_avx2<'k>(
+        keys: impl IntoIterator<Item = &'k [u8]>,
+        filter: &[u8],
+        results: &mut [bool],
+    ) {
+        batch_may_match(keys, filter, results, Avx2::new())
     }
 
     #[target_feature(enable = "popcnt")]
@@ -181,7 +209,7 @@ mod x86 {
         filter: &[u8],
         results: &mut [bool],
     ) {
-        batch_may_match(keys, filter, results)
+        batch_may_match(keys, filter, results, OneAtATime)
     }
 
     #[target_feature(enable = "popcnt")]

@@ -3,6 +3,7 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
+use super::columns::Columns;
 use super::row::Row;
 use super::shape::{Equation, Shape};
 
@@ -25,60 +26,94 @@ impl<'f> Readable<'f> {
         })
     }
 
-    /// Whether the key of `hash` may be in the filter, whose rows are `R`. Format rule: in
-    /// every main column `j`, the parity of the bits `j * m + start + i` over the set bits `i`
-    /// of the main coefficients is bit `j` of the main result; and, for a key the extra part
-    /// holds, the parity of the bits `r * m + start + i` over its extra coefficients is its
-    /// extra result.
+    /// Whether the key of `hash` may be in the filter, whose rows are `R`, its main columns
+    /// checked by `hold`. Format rule: in every main column `j`, the parity of the bits
+    /// `j * m + start + i` over the set bits `i` of the main coefficients is bit `j` of the
+    /// main result; and, for a key the extra part holds, the parity of the bits
+    /// `r * m + start + i` over its extra coefficients is its extra result.
     #[inline(always)]
-    fn may_match<R: Row>(&self, hash: u64) -> bool {
-        let key = self.shape.key::<R>(hash);
-        macro_rules! for_each_r {
-            ($($r:literal)*) => {
-                match self.shape.result_bits {
-                    $($r => self.parities(&key.main, $r),)*
-                    r => self.parities(&key.main, r),
-                }
-            };
+    fn may_match<R: Row>(&self, hash: u64, hold: impl FnOnce(&Equation<R>) -> bool) -> bool {
+        let shape = &self.shape;
+        let main = shape.main_equation::<R>(hash);
+        if !hold(&main.equation) {
+            return false;
         }
-        let main = for_each_r!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16) ^ key.main.result;
-        let extra_window = R::window(self.bytes, self.shape.extra_base() + key.extra.start);
-        let extra = (extra_window & key.extra.coefficients).parity() ^ key.extra.result;
-        main | (extra & u32::from(key.selected)) == 0
+        // Checked for every key and taken only for the keys it holds: cheaper than a branch
+        // on `selected`, which a present key's query cannot predict.
+        let extra = shape.extra_equation::<R>(main.mixed, main.product);
+        let window = R::window(self.bytes, shape.extra_base() + extra.start);
+        let extra_holds = (window & extra.coefficients).parity() == extra.result;
+        !main.selected | extra_holds
     }
 
-    /// The parities of the main equation's `columns` windows, column `j`'s in bit `j`, the
-    /// last column first.
+    /// Whether every main column of `equation` holds, one column after another, two at a
+    /// time: the check stops at the first pair that fails (an absent key's first pair, three
+    /// times in four).
     #[inline(always)]
-    fn parities<R: Row>(&self, equation: &Equation<R>, columns: u32) -> u32 {
-        let mut bit = equation.start + u64::from(columns - 1) * self.shape.slots;
-        let mut found = 0;
-        for _ in 0..columns {
-            found = found << 1 | (R::main_window(self.bytes, bit) & equation.coefficients).parity();
-            bit = bit.wrapping_sub(self.shape.slots);
+    fn columns_hold<R: Row>(&self, equation: &Equation<R>) -> bool {
+        let shape = &self.shape;
+        // A narrow window of 48 bits or more ends at least 6 bytes before the end of the
+        // filter (its last bit at most `r * m - 1 < P`, the trailer 2 or 3 bytes after the
+        // payload): its 8-byte read never needs the end's clamp.
+        let inside = R::MAIN_INSIDE || shape.width >= 48;
+        let column = |bit: u64| {
+            let window = R::read(self.bytes, bit, inside);
+            (window & equation.coefficients).parity()
+        };
+        let mut bit = equation.start;
+        let mut result = equation.result;
+        let mut left = shape.result_bits;
+        while left >= 2 {
+            let failed = (column(bit) ^ result) | (column(bit + shape.slots) ^ (result >> 1));
+            if failed & 1 != 0 {
+                return false;
+            }
+            bit += 2 * shape.slots;
+            result >>= 2;
+            left -= 2;
         }
-        found
+        left == 0 || (column(bit) ^ result) & 1 == 0
     }
 
-    /// [`Readable::may_match`] with the filter's rows.
+    /// [`Readable::may_match`] with the filter's rows, a narrow filter's columns checked by
+    /// `columns`.
     #[inline(always)]
-    fn may_match_either(&self, hash: u64) -> bool {
+    fn may_match_either<C: Columns>(&self, hash: u64, columns: C) -> bool {
         if self.shape.wide {
-            self.may_match::<u128>(hash)
+            self.may_match::<u128>(hash, |equation| self.columns_hold(equation))
         } else {
-            self.may_match::<u64>(hash)
+            self.may_match::<u64>(hash, |equation| {
+                columns.hold(self.bytes, &self.shape, equation)
+            })
         }
     }
 }
 
+/// The columns one after another ([`Readable::columns_hold`]), in every processor's
+/// instructions.
+#[derive(Clone, Copy)]
+pub(super) struct OneAtATime;
+
+impl Columns for OneAtATime {
+    #[inline(always)]
+    fn hold(self, bytes: &[u8], shape: &Shape, equation: &Equation<u64>) -> bool {
+        Readable {
+            bytes,
+            shape: *shape,
+        }
+        .columns_hold(equation)
+    }
+}
+
 /// Whether the key of `hash` may be in `filter`, a whole ribbon filter (its last byte
-/// [`MARKER`]). A filter with no main slot answers "may match".
+/// [`MARKER`]), a narrow filter's columns checked by `columns`. A filter with no main slot
+/// answers "may match".
 #[inline(always)]
-pub(super) fn may_match(hash: u64, filter: &[u8]) -> bool {
+pub(super) fn may_match<C: Columns>(hash: u64, filter: &[u8], columns: C) -> bool {
     if filter.len() < 8 {
         return short_may_match(hash, filter);
     }
-    Readable::new(filter).is_none_or(|readable| readable.may_match_either(hash))
+    Readable::new(filter).is_none_or(|readable| readable.may_match_either(hash, columns))
 }
 
 /// [`may_match`] for filters under 8 bytes (never built: the least payload is 64 bits).
@@ -94,44 +129,33 @@ fn short_may_match(hash: u64, filter: &[u8]) -> bool {
     let mut padded = [0u8; 8];
     padded[..payload.len()].copy_from_slice(payload);
     // Under 8 bytes: the short form, narrow.
-    Readable {
+    let readable = Readable {
         bytes: &padded,
         shape,
-    }
-    .may_match::<u64>(hash)
+    };
+    readable.may_match::<u64>(hash, |equation| readable.columns_hold(equation))
 }
 
 /// Keys hashed this many at a time before their queries, so that the hashes and the
 /// queries of neighbouring keys overlap.
 const BATCH: usize = 8;
 
+/// Answers `keys` against `filter` into `results` (pairs in order, as many as the shorter
+/// has), a narrow filter's columns checked by `columns`: the filter's shape is read once.
 #[inline(always)]
-pub(super) fn batch_may_match<'k>(
+pub(super) fn batch_may_match<'k, C: Columns>(
     keys: impl IntoIterator<Item = &'k [u8]>,
     filter: &[u8],
     results: &mut [bool],
+    columns: C,
 ) {
-    let keys = keys.into_iter();
+    let mut keys = keys.into_iter();
     let Some(readable) = Readable::new(filter) else {
         for (result, key) in results.iter_mut().zip(keys) {
-            *result = may_match(xxh3_64(key), filter);
+            *result = may_match(xxh3_64(key), filter, columns);
         }
         return;
     };
-    if readable.shape.wide {
-        readable_batch::<u128>(keys, &readable, results)
-    } else {
-        readable_batch::<u64>(keys, &readable, results)
-    }
-}
-
-/// [`batch_may_match`] on a filter with at least one main slot, whose rows are `R`.
-#[inline(always)]
-fn readable_batch<'k, R: Row>(
-    mut keys: impl Iterator<Item = &'k [u8]>,
-    readable: &Readable,
-    results: &mut [bool],
-) {
     for chunk in results.chunks_mut(BATCH) {
         let mut hashes = [0u64; BATCH];
         let mut filled = 0;
@@ -140,7 +164,7 @@ fn readable_batch<'k, R: Row>(
             filled += 1;
         }
         for (result, &hash) in chunk[..filled].iter_mut().zip(&hashes) {
-            *result = readable.may_match::<R>(hash);
+            *result = readable.may_match_either(hash, columns);
         }
         if filled < chunk.len() {
             return;

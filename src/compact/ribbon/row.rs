@@ -43,11 +43,6 @@ pub(super) trait Row:
     fn window(bytes: &[u8], at: u64) -> Self {
         Self::read(bytes, at, false)
     }
-    /// [`Row::read`], a main-part window.
-    #[inline(always)]
-    fn main_window(bytes: &[u8], at: u64) -> Self {
-        Self::read(bytes, at, Self::MAIN_INSIDE)
-    }
     fn parity(self) -> u32;
     fn trailing_zeros(self) -> u32;
     fn from_bit(bit: u32) -> Self;

@@ -81,6 +81,18 @@ pub(super) struct Equation<R> {
     pub(super) result: u32,
 }
 
+/// A key's main equation, what its extra one is made from, and whether the extra part holds
+/// the key.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct MainEquation<R> {
+    pub(super) equation: Equation<R>,
+    /// `a` of [`Shape::key`].
+    pub(super) mixed: u64,
+    /// `R` of [`Shape::key`].
+    pub(super) product: u64,
+    pub(super) selected: bool,
+}
+
 /// A key's equations in both parts, and whether the extra part holds it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct KeyEquations<R> {
@@ -208,6 +220,40 @@ impl Shape {
             },
             selected: u128::from(r & 0x7fff_ffff) * u128::from(self.slots)
                 < (u128::from(self.extra_slots) * u128::from(share)) << 27,
+        }
+    }
+
+    /// The key's main equation alone ([`Shape::key`]'s), with what its extra one is made
+    /// from ([`Shape::extra_equation`]) and whether the extra part holds the key.
+    #[inline(always)]
+    pub(super) fn main_equation<R: Row>(&self, hash: u64) -> MainEquation<R> {
+        let a = self.mixed(hash);
+        let (start, coefficients) = band_position(a, self.slots, self.width);
+        let product = a.wrapping_mul(0x94d0_49bb_1331_11eb);
+        let share = SHARES[self.share as usize];
+        MainEquation {
+            equation: Equation {
+                start,
+                coefficients,
+                result: (product >> (64 - self.result_bits)) as u32,
+            },
+            mixed: a,
+            product,
+            selected: u128::from(product & 0x7fff_ffff) * u128::from(self.slots)
+                < (u128::from(self.extra_slots) * u128::from(share)) << 27,
+        }
+    }
+
+    /// The key's extra equation ([`Shape::key`]'s), from its main one's `mixed` hash `a` and
+    /// `product` `R`.
+    #[inline(always)]
+    pub(super) fn extra_equation<R: Row>(&self, mixed: u64, product: u64) -> Equation<R> {
+        let g = mixed.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        let (start, coefficients) = band_position(g, self.extra_slots.max(1), self.extra_width);
+        Equation {
+            start,
+            coefficients,
+            result: (product >> 31) as u32 & 1,
         }
     }
 
