@@ -171,7 +171,7 @@ mod x86 {
     #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx512vbmi,avx512vpopcntdq")]
     #[target_feature(enable = "avx2,popcnt,bmi1,bmi2")]
     pub(super) fn key_may_match_avx512(key: &[u8], filter: &[u8]) -> bool {
-        may_match(xxh3_64(key), filter, Avx512::new())
+        may_match(xxh3_64(key), filter, Avx512::single())
     }
 
     #[target_feature(enable = "avx2,popcnt,bmi1,bmi2")]
