@@ -187,7 +187,10 @@ impl FilterPolicy for CompactPolicy {
 
     /// Format rule: a filter of 2 or more bytes ending in [`MARKER`] is a ribbon filter;
     /// any other is answered as LevelDB answers it.
-    #[inline]
+    // Always inline: the C API's compact query is this dispatch and the version for the
+    // processor, with no call between (`scripts/bench instructions` checks the functions a
+    // query runs); with four levels to choose from the compiler would keep it out of line.
+    #[inline(always)]
     fn key_may_match(&self, key: &[u8], filter: &[u8]) -> bool {
         if !is_compact(filter) {
             return bloom_key_may_match(key, filter);

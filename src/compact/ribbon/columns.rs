@@ -49,10 +49,10 @@ impl Avx512 {
         Avx512 { gather: true }
     }
 
-    /// The columns of filters over 128 bytes read one after another: on Zen 4 a gather of
-    /// windows outside the first-level cache waits longer than their separate loads (a
-    /// single query's filter, `scripts/bench compact`); a batch's filter stays in that
-    /// cache, where the gather is faster.
+    /// The columns of filters over 128 bytes read one after another: a gather of windows
+    /// outside the first-level cache waits longer than their separate loads (a single
+    /// query's filter, `scripts/bench compact`); a batch's filter stays in that cache, where
+    /// the gather is faster.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vbmi,avx512vpopcntdq")]
     pub(super) fn single() -> Avx512 {
