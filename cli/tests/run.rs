@@ -380,9 +380,12 @@ fn a_thread_directed_signal_and_a_terminal_s_hangup_reach_the_program() {
     let mut cmd = command();
     cmd.args(["run", "--", "sleep", "30"]).stderr(Stdio::null());
     // SAFETY: between fork and exec only async-signal-safe calls: a new session whose
-    // controlling terminal is the pty, on the standard streams.
+    // controlling terminal is the pty, on the standard streams, with the hangup's default
+    // action as a login session has it (a test run under nohup inherits it ignored, and so
+    // would the command and its program, as they would under stock).
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
             libc::setsid();
             libc::ioctl(slave, libc::TIOCSCTTY, 0);
             libc::dup2(slave, 0);
