@@ -56,6 +56,9 @@ CRATE_FILES = [
     "dropin/Cargo.toml",
     "dropin/build.rs",
     "dropin/src",
+    # The statistics file's schema, which the drop-in writes and the command reads.
+    "dropin/statistics/Cargo.toml",
+    "dropin/statistics/src",
     "cli/Cargo.toml",
     "cli/src",
     # An optional dependency of the command's (its `upgrade` feature, off here): cargo
@@ -70,6 +73,7 @@ SDIST_PACKAGES = {
     "leveldb-bloom-capi",
     "leveldb-bloom-clib",
     "leveldb-bloom-dropin",
+    "leveldb-bloom-dropin-statistics",
     "leveldb-bloom-cli",
     "leveldb-sys",
 }
