@@ -23,9 +23,10 @@
 //! rename), and only then are LevelDB's new files removed.
 
 use std::collections::BTreeSet;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
 use std::io::{self, Write as _};
+use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -205,7 +206,41 @@ impl WayBack {
         for dir in [&kept, &set_aside, &self.db] {
             sync_dir(dir)?;
         }
-        self.write_record(MADE, b"")
+        self.write_record(MADE, &listing(&kept)?)
+    }
+
+    /// Why the kept files cannot put the database back whole: one the `made` record lists
+    /// is gone or changed (an operator freeing space), or the record lists none. A put-back
+    /// removes every file not kept, so it begins only from a complete set.
+    fn kept_incomplete(&self) -> io::Result<Option<String>> {
+        let listed = fs::read(self.folder.join(MADE))?;
+        let kept = self.folder.join(KEPT);
+        let mut any = false;
+        for entry in listed.split(|&b| b == 0).filter(|e| !e.is_empty()) {
+            any = true;
+            let text = String::from_utf8_lossy(entry);
+            let Some((len, name)) = entry
+                .iter()
+                .position(|&b| b == b' ')
+                .map(|at| (&entry[..at], &entry[at + 1..]))
+            else {
+                return Ok(Some(format!(
+                    "its record of what it kept is unreadable ({text})"
+                )));
+            };
+            let len: Option<u64> = std::str::from_utf8(len).ok().and_then(|l| l.parse().ok());
+            let name = OsStr::from_bytes(name);
+            match kept.join(name).symlink_metadata() {
+                Ok(meta) if Some(meta.len()) == len => {}
+                _ => {
+                    return Ok(Some(format!(
+                        "{} is gone or changed",
+                        Path::new(KEPT).join(name).display()
+                    )));
+                }
+            }
+        }
+        Ok((!any).then(|| "its record of what it kept lists nothing".to_owned()))
     }
 
     /// Writes the record `name` of the folder whole or not at all: `text` under a temporary
@@ -317,6 +352,12 @@ impl WayBack {
     }
 
     fn finish_put_back(&self) -> Result<(), PutBackError> {
+        if let Some(why) = self.kept_incomplete()? {
+            return Err(io::Error::other(format!(
+                "the way back cannot put the database back whole: {why}. Nothing put back;                  the database is as LevelDB left it (`leveldb-bloom verify` says what it                  reads): to keep it, remove the folder"
+            ))
+            .into());
+        }
         let (kept, set_aside) = (self.folder.join(KEPT), self.folder.join(SET_ASIDE));
         let kept_names = names_in(&kept)?;
         let current = OsString::from("CURRENT");
@@ -393,6 +434,19 @@ fn database_files(db: &Path) -> io::Result<Vec<OsString>> {
         names.push(name);
     }
     Ok(names)
+}
+
+/// The `made` record: each file of `kept` as its length, a space and its name, each ended
+/// by a NUL (which no file name holds).
+fn listing(kept: &Path) -> io::Result<Vec<u8>> {
+    let mut text = Vec::new();
+    for name in names_in(kept)? {
+        let len = kept.join(&name).symlink_metadata()?.len();
+        text.extend_from_slice(format!("{len} ").as_bytes());
+        text.extend_from_slice(name.as_bytes());
+        text.push(0);
+    }
+    Ok(text)
 }
 
 fn names_in(dir: &Path) -> io::Result<BTreeSet<OsString>> {
