@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use common::stock::{Records, stock_reads};
 use common::*;
@@ -33,18 +33,6 @@ fn stock_reads_all(dir: &Path, expected: &Expected) -> Result<(), String> {
         )),
         Err(e) => Err(format!("stock LevelDB cannot read it: {e}")),
     }
-}
-
-/// `from`'s tree copied to `to`, hard links kept links.
-fn copy_tree(from: &Path, to: &Path) {
-    let _ = std::fs::remove_dir_all(to);
-    let out = Command::new("cp")
-        .arg("-a")
-        .arg(from)
-        .arg(to)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "cp -a: {}", text(&out));
 }
 
 /// An upgrade of `dir` killed right after LevelDB's rewrite (`faults/compaction_fault.c`):

@@ -94,18 +94,6 @@ impl Sweep {
     }
 }
 
-/// `from`'s tree copied to `to`, hard links kept links.
-fn copy_tree(from: &Path, to: &Path) {
-    let _ = std::fs::remove_dir_all(to);
-    let out = Command::new("cp")
-        .arg("-a")
-        .arg(from)
-        .arg(to)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "cp -a: {}", text(&out));
-}
-
 /// The points of a sweep over `1..=total`: every one, or a dozen spread over them.
 fn points(total: u64) -> Vec<u64> {
     if std::env::var("LEVELDB_BLOOM_POWER_CUTS").as_deref() != Ok("sample") || total <= 12 {
