@@ -94,12 +94,24 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
     )?;
     // Proven: the way back goes.
     way_back.discard().map_err(|e| {
-        Failure::error(format!(
-            "{}: the upgrade is proven, but its way back could not be removed ({e}); remove \
-             {} to free the old tables' space",
-            shown(path),
-            shown(way_back.folder())
-        ))
+        // Named where it is now: the removal renames the folder before removing it.
+        let left = [way_back.folder().to_path_buf(), WayBack::discarded(path)]
+            .into_iter()
+            .find(|folder| folder.symlink_metadata().is_ok());
+        Failure::error(match left {
+            Some(folder) => format!(
+                "{}: the upgrade is proven, but its way back could not be removed ({e}); \
+                 remove {} to free the old tables' space",
+                shown(path),
+                shown(&folder)
+            ),
+            None => format!(
+                "{}: the upgrade is proven and its way back removed, but the removal could \
+                 not be made durable ({e}); should a power cut bring the folder back, the \
+                 next upgrade removes it",
+                shown(path)
+            ),
+        })
     })?;
     let after = analyze_all(path, true, None)?.tables;
     emit(&report::summary("after", &report::total(&after)))?;

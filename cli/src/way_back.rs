@@ -408,6 +408,11 @@ impl WayBack {
         Self::clear_discarded(&self.db)
     }
 
+    /// The name a way back in `db` has while it is being removed.
+    pub fn discarded(db: &Path) -> PathBuf {
+        db.join(DISCARDED)
+    }
+
     /// Finishes removing a way back whose removal was cut short, if one was.
     pub fn clear_discarded(db: &Path) -> io::Result<()> {
         let discarded = db.join(DISCARDED);

@@ -204,8 +204,6 @@ fn a_put_back_cut_anywhere_on_a_database_with_its_records_in_the_log_is_not_call
 /// a true message: removing the folder named frees nothing, and `verify` says nothing of
 /// the `.discarded` folder holding the old tables' space.
 #[test]
-#[ignore = "known: when one of the last directory syncs fails, the message names the way \
-            back's old folder name (it is `.discarded` by then, or gone)"]
 fn a_failed_directory_sync_while_the_way_back_goes_names_a_folder_that_is_there() {
     let (tmp, db, _expected) = bloom_db(3000);
     let scratch = tmp.path().join("scratch");
