@@ -200,26 +200,11 @@ impl Shape {
     /// Needs `m >= 1`.
     #[inline(always)]
     pub(super) fn key<R: Row>(&self, hash: u64) -> KeyEquations<R> {
-        let a = self.mixed(hash);
-        let (start, coefficients) = band_position(a, self.slots, self.width);
-        let r = a.wrapping_mul(0x94d0_49bb_1331_11eb);
-        let g = a.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        let (extra_start, extra_coefficients) =
-            band_position(g, self.extra_slots.max(1), self.extra_width);
-        let share = SHARES[self.share as usize];
+        let main = self.main_equation(hash);
         KeyEquations {
-            main: Equation {
-                start,
-                coefficients,
-                result: (r >> (64 - self.result_bits)) as u32,
-            },
-            extra: Equation {
-                start: extra_start,
-                coefficients: extra_coefficients,
-                result: (r >> 31) as u32 & 1,
-            },
-            selected: u128::from(r & 0x7fff_ffff) * u128::from(self.slots)
-                < (u128::from(self.extra_slots) * u128::from(share)) << 27,
+            main: main.equation,
+            extra: self.extra_equation(main.mixed, main.product),
+            selected: main.selected,
         }
     }
 
