@@ -144,22 +144,42 @@ pub struct StatsSnapshot {
     pub no_match: u64,
 }
 
-impl StatsSnapshot {
-    fn since(self, baseline: StatsSnapshot) -> StatsSnapshot {
-        StatsSnapshot {
+/// The counters as kept: queries by their answers, so that a count derived from counters
+/// read at different moments (a read racing a reset or a retirement) still has no more
+/// "no match" answers than queries.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    filters_built: u64,
+    keys_added: u64,
+    may_match: u64,
+    no_match: u64,
+}
+
+impl Tally {
+    fn since(self, baseline: Tally) -> Tally {
+        Tally {
             filters_built: self.filters_built.saturating_sub(baseline.filters_built),
             keys_added: self.keys_added.saturating_sub(baseline.keys_added),
-            queries: self.queries.saturating_sub(baseline.queries),
+            may_match: self.may_match.saturating_sub(baseline.may_match),
             no_match: self.no_match.saturating_sub(baseline.no_match),
         }
     }
 
-    fn plus(self, other: StatsSnapshot) -> StatsSnapshot {
-        StatsSnapshot {
+    fn plus(self, other: Tally) -> Tally {
+        Tally {
             filters_built: self.filters_built.wrapping_add(other.filters_built),
             keys_added: self.keys_added.wrapping_add(other.keys_added),
-            queries: self.queries.wrapping_add(other.queries),
+            may_match: self.may_match.wrapping_add(other.may_match),
             no_match: self.no_match.wrapping_add(other.no_match),
+        }
+    }
+
+    fn snapshot(self) -> StatsSnapshot {
+        StatsSnapshot {
+            filters_built: self.filters_built,
+            keys_added: self.keys_added,
+            queries: self.may_match.wrapping_add(self.no_match),
+            no_match: self.no_match,
         }
     }
 }
@@ -180,7 +200,7 @@ struct Counts {
     /// Inline, so that a count is one load away from the handle.
     stripes: [Stripe; STRIPES],
     /// What [`Stats::reset`] left behind: the counts since are above it.
-    baseline: AtomicSnapshot,
+    baseline: AtomicTally,
     /// Live `Stats` handles; the last one to go moves the counts into the retired totals and
     /// frees the entry for reuse (0: free; `RETIRING` while its counts move).
     handles: AtomicUsize,
@@ -208,7 +228,7 @@ impl Stats {
                 .compare_exchange(0, 1, Acquire, Relaxed)
                 .is_ok()
             {
-                counts.baseline.set(StatsSnapshot::default());
+                counts.baseline.set(Tally::default());
                 return Stats { counts };
             }
             entry = counts.next.load(Acquire);
@@ -264,9 +284,13 @@ impl Stats {
     }
 
     /// The counts since creation or the last [`reset`](Self::reset) (a reset during the
-    /// call may leave a count at 0, never above what was counted).
+    /// call may leave a count at 0, never above what was counted, and never with more "no
+    /// match" answers than queries).
     pub fn snapshot(&self) -> StatsSnapshot {
-        self.counts.total().since(self.counts.baseline.get())
+        self.counts
+            .total()
+            .since(self.counts.baseline.get())
+            .snapshot()
     }
 
     /// Restarts these counts from zero; the process-wide totals keep theirs.
@@ -336,18 +360,17 @@ impl Counts {
         &self.stripes[index as usize]
     }
 
-    fn total(&self) -> StatsSnapshot {
+    fn total(&self) -> Tally {
         let sum = |counter: fn(&Stripe) -> &AtomicU64| {
             self.stripes.iter().fold(0u64, |sum, stripe| {
                 sum.wrapping_add(counter(stripe).load(Relaxed))
             })
         };
-        let no_match = sum(|s| &s.no_match);
-        StatsSnapshot {
+        Tally {
             filters_built: sum(|s| &s.filters_built),
             keys_added: sum(|s| &s.keys_added),
-            queries: no_match.wrapping_add(sum(|s| &s.may_match)),
-            no_match,
+            may_match: sum(|s| &s.may_match),
+            no_match: sum(|s| &s.no_match),
         }
     }
 }
@@ -359,7 +382,7 @@ impl Counts {
 /// lock: a thread stopped by a `fork` mid-move leaves the child's sums approximate, not
 /// stuck).
 pub fn global_stats() -> StatsSnapshot {
-    sum_all().since(REGISTRY.baseline.get())
+    sum_all().since(REGISTRY.baseline.get()).snapshot()
 }
 
 /// Restarts the process-wide counts from zero; per-policy counts keep theirs.
@@ -368,8 +391,8 @@ pub fn reset_global_stats() {
 }
 
 /// Every entry's counts and the retired ones.
-fn sum_all() -> StatsSnapshot {
-    let mut total = StatsSnapshot::default();
+fn sum_all() -> Tally {
+    let mut total = Tally::default();
     for _ in 0..1000 {
         let generation = REGISTRY.generation.load(SeqCst);
         if REGISTRY.moving.load(SeqCst) != 0 {
@@ -391,11 +414,11 @@ fn sum_all() -> StatsSnapshot {
 }
 
 /// Four counters kept as atomics (the retired totals, the global baseline).
-struct AtomicSnapshot([AtomicU64; 4]);
+struct AtomicTally([AtomicU64; 4]);
 
-impl AtomicSnapshot {
+impl AtomicTally {
     const fn new() -> Self {
-        AtomicSnapshot([
+        AtomicTally([
             AtomicU64::new(0),
             AtomicU64::new(0),
             AtomicU64::new(0),
@@ -403,30 +426,30 @@ impl AtomicSnapshot {
         ])
     }
 
-    fn get(&self) -> StatsSnapshot {
-        StatsSnapshot {
+    fn get(&self) -> Tally {
+        Tally {
             filters_built: self.0[0].load(SeqCst),
             keys_added: self.0[1].load(SeqCst),
-            queries: self.0[2].load(SeqCst),
+            may_match: self.0[2].load(SeqCst),
             no_match: self.0[3].load(SeqCst),
         }
     }
 
-    fn set(&self, s: StatsSnapshot) {
+    fn set(&self, s: Tally) {
         for (cell, v) in self
             .0
             .iter()
-            .zip([s.filters_built, s.keys_added, s.queries, s.no_match])
+            .zip([s.filters_built, s.keys_added, s.may_match, s.no_match])
         {
             cell.store(v, SeqCst);
         }
     }
 
-    fn add(&self, s: StatsSnapshot) {
+    fn add(&self, s: Tally) {
         for (cell, v) in self
             .0
             .iter()
-            .zip([s.filters_built, s.keys_added, s.queries, s.no_match])
+            .zip([s.filters_built, s.keys_added, s.may_match, s.no_match])
         {
             cell.fetch_add(v, SeqCst);
         }
@@ -437,8 +460,8 @@ impl AtomicSnapshot {
 /// the baseline of [`reset_global_stats`].
 struct Registry {
     head: AtomicPtr<Counts>,
-    retired: AtomicSnapshot,
-    baseline: AtomicSnapshot,
+    retired: AtomicTally,
+    baseline: AtomicTally,
     /// Moves into `retired` in progress, and moves done.
     moving: AtomicUsize,
     generation: AtomicU64,
@@ -446,8 +469,8 @@ struct Registry {
 
 static REGISTRY: Registry = Registry {
     head: AtomicPtr::new(std::ptr::null_mut()),
-    retired: AtomicSnapshot::new(),
-    baseline: AtomicSnapshot::new(),
+    retired: AtomicTally::new(),
+    baseline: AtomicTally::new(),
     moving: AtomicUsize::new(0),
     generation: AtomicU64::new(0),
 };
@@ -497,6 +520,46 @@ mod tests {
         assert_eq!(stats.snapshot(), StatsSnapshot::default());
         stats.record_query(false);
         assert_eq!(stats.snapshot().no_match, 1);
+    }
+
+    /// A read that races a reset sums the counters at one moment and may take each field of
+    /// the baseline from before or after the reset: every such mix still answers no more
+    /// "no match" answers than queries.
+    #[test]
+    fn a_baseline_torn_by_a_reset_keeps_no_match_within_queries() {
+        let before = Tally {
+            filters_built: 1,
+            keys_added: 10,
+            may_match: 5,
+            no_match: 3,
+        };
+        let read = Tally {
+            filters_built: 4,
+            keys_added: 40,
+            may_match: 20,
+            no_match: 30,
+        };
+        let after = Tally {
+            filters_built: 9,
+            keys_added: 90,
+            may_match: 50,
+            no_match: 60,
+        };
+        for mix in 0..16u32 {
+            let pick = |bit: u32, old: u64, new: u64| if mix & (1 << bit) == 0 { old } else { new };
+            let torn = Tally {
+                filters_built: pick(0, before.filters_built, after.filters_built),
+                keys_added: pick(1, before.keys_added, after.keys_added),
+                may_match: pick(2, before.may_match, after.may_match),
+                no_match: pick(3, before.no_match, after.no_match),
+            };
+            let seen = read.since(torn).snapshot();
+            assert!(
+                seen.no_match <= seen.queries,
+                "{seen:?} from baseline {torn:?}"
+            );
+            assert!(seen.queries <= read.since(before).snapshot().queries);
+        }
     }
 
     /// Snapshots taken while other threads count never show more "no match" answers than
