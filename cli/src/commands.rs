@@ -404,7 +404,7 @@ pub(crate) fn analyze_all(
         .version
         .as_ref()
         .map_or(&[][..], |v| v.live.as_slice());
-    let mut version = orphans::Version::new(live);
+    let mut version = orphans::Version::new(live, &target.logs);
     let orphans = target
         .not_live
         .iter()

@@ -8,11 +8,12 @@
 //! those is lost.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::files;
 use crate::manifest::LiveTable;
 use crate::table::{self, BlockHandle, OpenTable, RawBlock, Table, TableFile, user_key_of};
+use crate::wal;
 
 /// The write-ahead logs' sequence ranges (`[first, end)`, one a batch) sorted and merged, for
 /// [`records_beyond`].
@@ -86,12 +87,17 @@ pub fn records_beyond(
     Ok(lacking)
 }
 
-/// The current version's tables, read for what they hold of a key, as LevelDB's `Get`
-/// finds it: the newest record of that key in any table whose range holds it.
+/// The current version's tables and live logs, read for what they hold of a key as
+/// LevelDB's `Get` finds it after recovery: the newest record of that key in the logs or in
+/// any table whose range holds it.
 pub struct Version<'a> {
     live: &'a [LiveTable],
+    logs: &'a [PathBuf],
     /// Indexes read so far, by position in `live` (a few are kept: a lookup is rare).
     indexes: HashMap<usize, Index>,
+    /// The newest record of each key in the logs (its sequence number and word), read at the
+    /// first lookup.
+    logged: Option<HashMap<Vec<u8>, (u64, Said)>>,
 }
 
 /// A table's open file and its index: each block's last user key (at most) and handle.
@@ -104,17 +110,25 @@ struct Index {
 const INDEXES_KEPT: usize = 32;
 
 impl<'a> Version<'a> {
-    pub fn new(live: &'a [LiveTable]) -> Version<'a> {
+    /// The version of the tables `live` and the logs `logs` that recovery replays.
+    pub fn new(live: &'a [LiveTable], logs: &'a [PathBuf]) -> Version<'a> {
         Version {
             live,
+            logs,
             indexes: HashMap::new(),
+            logged: None,
         }
     }
 
     /// What the version holds for `user_key`: the newest record's word, `Some(None)` where
-    /// no table holds the key, `None` where a table that may hold it cannot be read.
+    /// neither a log nor a table holds the key, `None` where a table that may hold it cannot
+    /// be read.
     pub fn holds(&mut self, user_key: &[u8]) -> Option<Said> {
-        let mut newest: Option<(u64, Said)> = None;
+        let logs = self.logs;
+        let logged = self.logged.get_or_insert_with(|| newest_logged(logs));
+        let mut newest: Option<(u64, Said)> = logged
+            .get(user_key)
+            .map(|(sequence, word)| (sequence << 8, word.clone()));
         for at in 0..self.live.len() {
             let file = &self.live[at].file;
             if user_key < user_key_of(&file.smallest) || user_key > user_key_of(&file.largest) {
@@ -168,6 +182,19 @@ impl<'a> Version<'a> {
             None => Some(None),
         }
     }
+}
+
+/// The newest record of each key in `logs`, as far as recovery reads them.
+fn newest_logged(logs: &[PathBuf]) -> HashMap<Vec<u8>, (u64, Said)> {
+    let mut newest: HashMap<Vec<u8>, (u64, Said)> = HashMap::new();
+    for log in logs {
+        wal::read_log_records(log, &mut |sequence, key, value| {
+            if newest.get(key).is_none_or(|&(held, _)| held < sequence) {
+                newest.insert(key.to_vec(), (sequence, value.map(<[u8]>::to_vec)));
+            }
+        });
+    }
+    newest
 }
 
 impl Index {

@@ -56,10 +56,20 @@ pub struct LogDamage {
     pub what: String,
 }
 
+/// One record of a write batch as recovery applies it: its sequence number, its user key, and
+/// its value (`None` for a deletion).
+pub type Visit<'v> = dyn FnMut(u64, &[u8], Option<&[u8]>) + 'v;
+
 /// Reads the log at `path`, a block at a time: its batches and records, or the damage
 /// recovery stops at. A file that cannot be read is damage too (LevelDB's recovery fails on
 /// it).
 pub fn read_log(path: &Path) -> LogReport {
+    read_log_records(path, &mut |_, _, _| {})
+}
+
+/// [`read_log`], showing `visit` each record of every whole batch recovery applies, in the
+/// log's order.
+pub fn read_log_records(path: &Path, visit: &mut Visit<'_>) -> LogReport {
     let mut report = LogReport {
         file: path
             .file_name()
@@ -98,7 +108,8 @@ pub fn read_log(path: &Path) -> LogReport {
                 }
             }
         }
-        if filled == 0 || !report.block(&mut reader, at, &block[..filled], filled < block.len()) {
+        let last = filled < block.len();
+        if filled == 0 || !report.block(&mut reader, at, &block[..filled], last, visit) {
             return report;
         }
         at += filled;
@@ -118,7 +129,8 @@ pub fn log_of(file: String, data: &[u8]) -> LogReport {
     let mut reader = LogReader::default();
     for (i, block) in data.chunks(LogReader::BLOCK_SIZE).enumerate() {
         let at = i * LogReader::BLOCK_SIZE;
-        if !report.block(&mut reader, at, block, block.len() < LogReader::BLOCK_SIZE) {
+        let last = block.len() < LogReader::BLOCK_SIZE;
+        if !report.block(&mut reader, at, block, last, &mut |_, _, _| {}) {
             break;
         }
     }
@@ -128,7 +140,14 @@ pub fn log_of(file: String, data: &[u8]) -> LogReport {
 impl LogReport {
     /// Reads one block of the log at file offset `at`, each batch it completes as recovery
     /// applies it; `false` once recovery would stop (damage, or the log's last block).
-    fn block(&mut self, reader: &mut LogReader, at: usize, block: &[u8], last: bool) -> bool {
+    fn block(
+        &mut self,
+        reader: &mut LogReader,
+        at: usize,
+        block: &[u8],
+        last: bool,
+        visit: &mut Visit<'_>,
+    ) -> bool {
         let mut damage = None;
         let read = reader.block(at, block, last, |(offset, batch)| {
             if damage.is_some() {
@@ -140,6 +159,7 @@ impl LogReport {
                     self.records += count;
                     let first = u64::from_le_bytes(batch[..8].try_into().expect("8 bytes"));
                     self.sequences.push((first, first.saturating_add(count)));
+                    visit_records(&batch, first, visit);
                 }
                 Err(what) => {
                     damage = Some(LogDamage {
@@ -175,33 +195,58 @@ impl LogReport {
 /// The puts and deletions of a write batch, checked as `WriteBatch::Iterate` checks them;
 /// `Err` with LevelDB's words.
 fn batch_records(batch: &[u8]) -> Result<u64, &'static str> {
-    const HEADER: usize = 12;
-    if batch.len() < HEADER {
+    let count = each_record(batch, |_, _| {})?;
+    let declared = u32::from_le_bytes(batch[8..BATCH_HEADER].try_into().expect("4 bytes"));
+    if count != u64::from(declared) {
+        return Err("WriteBatch has wrong count");
+    }
+    Ok(count)
+}
+
+/// Shows `visit` the records of `batch` (one [`batch_records`] accepted), numbered from
+/// `first`.
+fn visit_records(batch: &[u8], first: u64, visit: &mut Visit<'_>) {
+    let mut sequence = first;
+    let _ = each_record(batch, |key, value| {
+        visit(sequence, key, value);
+        sequence = sequence.wrapping_add(1);
+    });
+}
+
+/// A write batch's header: its sequence number and its count.
+const BATCH_HEADER: usize = 12;
+
+/// Each put (`key`, `Some(value)`) and deletion (`key`, `None`) of `batch` in order, and how
+/// many; `Err` at the first that `WriteBatch::Iterate` refuses.
+fn each_record(
+    batch: &[u8],
+    mut each: impl FnMut(&[u8], Option<&[u8]>),
+) -> Result<u64, &'static str> {
+    if batch.len() < BATCH_HEADER {
         return Err("log record too small");
     }
-    let count = u32::from_le_bytes(batch[8..HEADER].try_into().expect("4 bytes"));
-    let mut pos = HEADER;
+    let mut pos = BATCH_HEADER;
     let mut found = 0u64;
-    let slice = |pos: &mut usize| -> Option<()> {
+    let slice = |pos: &mut usize| -> Option<&[u8]> {
         let len = varint32(batch, pos)? as usize;
         let end = pos.checked_add(len).filter(|&end| end <= batch.len())?;
+        let bytes = &batch[*pos..end];
         *pos = end;
-        Some(())
+        Some(bytes)
     };
     while pos < batch.len() {
         let tag = batch[pos];
         pos += 1;
         match tag {
-            1 => slice(&mut pos)
-                .and_then(|()| slice(&mut pos))
-                .ok_or("bad WriteBatch Put")?,
-            0 => slice(&mut pos).ok_or("bad WriteBatch Delete")?,
+            1 => {
+                let key = slice(&mut pos).ok_or("bad WriteBatch Put")?;
+                let value = slice(&mut pos).ok_or("bad WriteBatch Put")?;
+                each(key, Some(value));
+            }
+            0 => each(slice(&mut pos).ok_or("bad WriteBatch Delete")?, None),
             _ => return Err("unknown WriteBatch tag"),
         }
         found += 1;
-    }
-    if found != u64::from(count) {
-        return Err("WriteBatch has wrong count");
     }
     Ok(found)
 }
@@ -252,5 +297,20 @@ mod tests {
         let mut bad_tag = good.clone();
         bad_tag[12] = 9;
         assert_eq!(batch_records(&bad_tag), Err("unknown WriteBatch tag"));
+    }
+
+    #[test]
+    fn records_are_shown_numbered_from_the_batch_s_sequence() {
+        let good = batch(7, &[(b"a", Some(b"1")), (b"b", None), (b"c", Some(b""))]);
+        let mut seen = Vec::new();
+        visit_records(&good, 7, &mut |sequence, key, value| {
+            seen.push((sequence, key.to_vec(), value.map(<[u8]>::to_vec)));
+        });
+        let expected = vec![
+            (7, b"a".to_vec(), Some(b"1".to_vec())),
+            (8, b"b".to_vec(), None),
+            (9, b"c".to_vec(), Some(Vec::new())),
+        ];
+        assert_eq!(seen, expected);
     }
 }
