@@ -50,9 +50,9 @@
  *
  * The drop-in library, libleveldb_bloom_dropin, carries this API and also exports
  * leveldb::NewBloomFilterPolicy, so that unmodified LevelDB programs use this library (any
- * LevelDB from 1.20 to 1.23, built with either libstdc++ std::string layout); where it
- * cannot prove how to write a LevelDB's strings, stock LevelDB's own Bloom policy writes
- * those filters. docs/drop-in.md documents it: its environment variables, its own two
+ * LevelDB from 1.20 to 1.23, built with any standard library): that LevelDB's own code
+ * (its C API's wrapper, else its own Bloom policy) writes every filter into LevelDB's
+ * strings. docs/drop-in.md documents it: its environment variables, its own two
  * functions, what it does in each way a program carries LevelDB.
  */
 

@@ -2,7 +2,7 @@
 wheel, Node.js addons from npm, each carrying its own LevelDB), and changes nothing stored.
 
 Usage: python3 carrier_proof.py DROPIN_SO WORK_DIR NAME LEVELDB BLOOM_WRITER COMPACT_WRITER \
-           -- COMMAND...
+           COMPACT_BUILDS -- COMMAND...
 
 COMMAND DB_DIR writes a workload and reads it back, printing name=value lines (puts,
 deletes, present_lookups, absent_lookups, digest); COMMAND --read DB_DIR reads a database
@@ -15,7 +15,9 @@ LEVELDB_BLOOM_STATS_FILE set:
 
 and the drop-in's statistics must show that it served every policy, that the LevelDB served
 is the one whose path holds LEVELDB, written as BLOOM_WRITER (bloom) or COMPACT_WRITER
-(compact) says, and that it answered the lookups: no_match covers at least
+(compact) says, building Bloom filters or, asked for compact ones, COMPACT_BUILDS (compact,
+or bloom where the LevelDB has nothing to write compact filters with), and that it answered
+the lookups: no_match covers at least
 90% of the absent lookups, each of which asks one filter. Then the program without the
 drop-in reads each drop-in database whole: the pairs the stock run wrote.
 """
@@ -71,7 +73,8 @@ def served_by(text, leveldb, writer):
                                 for line in served)
 
 
-def main(dropin, work, name, leveldb, bloom_writer, compact_writer, separator, *command):
+def main(dropin, work, name, leveldb, bloom_writer, compact_writer, compact_builds, separator,
+         *command):
     if separator != "--" or not command:
         sys.exit(__doc__)
     work = Path(work)
@@ -96,9 +99,10 @@ def main(dropin, work, name, leveldb, bloom_writer, compact_writer, separator, *
         stats = parse(text)
         counts = {k: int(v) for k, v in stats.items() if v.isdigit()}
         writer = compact_writer if arrangement == "compact" else bloom_writer
+        builds = compact_builds if arrangement == "compact" else "bloom"
         checks = {
             "served=yes": stats.get("served") == "yes",
-            f"format={arrangement}": stats.get("format") == arrangement,
+            f"format={builds}": stats.get("format") == builds,
             "every policy served": counts.get("dropin_policies", 0) > 0
             and counts.get("policies_served") == counts.get("dropin_policies"),
             f"its LevelDB ({leveldb}) served, \"{writer}\"": served_by(text, leveldb, writer),

@@ -70,8 +70,10 @@ pub(crate) struct LevelDb {
     pub(crate) new_policy: Option<NewPolicyFn>,
     /// Its `leveldb_filterpolicy_create`.
     pub(crate) c_api: Option<CreateFn>,
-    /// The object that holds it, for the one case where the drop-in writes its strings
-    /// (`owner.rs`), and for messages.
+    /// On the static route, the string layout of a LevelDB linked in without its C API (the
+    /// one case the drop-in writes a string itself).
+    pub(crate) linked_strings: Option<StringLayout>,
+    /// The object that holds it, for messages and to tell another copy's policy.
     #[cfg(unix)]
     pub(crate) object: Option<LoadedObject>,
 }
@@ -100,10 +102,24 @@ impl LevelDb {
     }
 }
 
+/// A libstdc++ `std::string` layout.
+#[derive(Clone, Copy)]
+#[cfg_attr(windows, allow(dead_code))] // Windows programs link LevelDB's C API (policy.cc)
+pub(crate) enum StringLayout {
+    /// `_GLIBCXX_USE_CXX11_ABI=1`, the default since GCC 5.
+    Cxx11,
+    /// `_GLIBCXX_USE_CXX11_ABI=0`.
+    Old,
+}
+
 unsafe extern "C" {
     // policy.cc: the C API the program was linked with (a weak reference: NULL where the
     // link brought none; on Windows a strong one).
     fn leveldb_bloom_dropin_linked_c_api() -> *mut c_void;
+    // policy.cc: LevelDB's `PutVarint32` of the C++11 layout (`cxx11` nonzero) or the old one
+    // as the program was linked (a weak reference: NULL where the link brought none).
+    #[cfg(unix)]
+    fn leveldb_bloom_dropin_linked_put_varint32(cxx11: c_int) -> *mut c_void;
 }
 
 /// The LevelDB in the global scope that the drop-in displaced there, found at load (rule 4).
@@ -124,6 +140,7 @@ pub(crate) fn asked_by(_caller: *const c_void) -> Result<LevelDb, String> {
     Ok(LevelDb {
         new_policy: None,
         c_api: linked_c_api(),
+        linked_strings: None,
     })
 }
 
@@ -137,6 +154,7 @@ pub(crate) fn asked_by(caller: *const c_void) -> Result<LevelDb, String> {
         return Ok(LevelDb {
             new_policy: None,
             c_api: linked_c_api(),
+            linked_strings: linked_strings(asker),
             object: Some(asker.clone()),
         });
     }
@@ -179,6 +197,20 @@ fn linked_c_api() -> Option<CreateFn> {
     (!f.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, CreateFn>(f) })
 }
 
+/// The string layout of the LevelDB linked into `own` (the drop-in's object): the one layout
+/// whose `PutVarint32` the link resolved in that object; `None` where neither or both.
+#[cfg(unix)]
+fn linked_strings(own: &LoadedObject) -> Option<StringLayout> {
+    // SAFETY: policy.cc's function returns NULL or a definition's address.
+    let linked = |cxx11| unsafe { leveldb_bloom_dropin_linked_put_varint32(cxx11) } as usize;
+    let in_own = |address: usize| address != 0 && own.spans(address);
+    match (in_own(linked(1)), in_own(linked(0))) {
+        (true, false) => Some(StringLayout::Cxx11),
+        (false, true) => Some(StringLayout::Old),
+        _ => None,
+    }
+}
+
 /// A name of LevelDB's: its C++ namespace's, or its C API's.
 #[cfg(unix)]
 fn is_leveldb_symbol(name: &[u8]) -> bool {
@@ -203,6 +235,7 @@ fn own_code(object: &LoadedObject) -> Option<LevelDb> {
         new_policy: new_policy.map(|f| unsafe { std::mem::transmute::<usize, NewPolicyFn>(f) }),
         // SAFETY: as above.
         c_api: c_api.map(|f| unsafe { std::mem::transmute::<usize, CreateFn>(f) }),
+        linked_strings: None,
         object: Some(object.clone()),
     })
 }

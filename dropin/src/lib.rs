@@ -11,8 +11,9 @@
 //! know: the LevelDB's own C API wrapper appends what the C API's callback builds, and a
 //! LevelDB without a C API has its own Bloom policy (the definition the drop-in displaced)
 //! write Bloom filters, whose bytes are the format's (`policy.rs`). The drop-in answers the
-//! queries. It serves only a LevelDB whose own Bloom policy speaks the format (`speaks.rs`);
-//! another gets that policy unchanged.
+//! queries, and writes a string itself only for a LevelDB linked with it that has no other
+//! code to write with. It serves only a LevelDB whose own Bloom policy speaks the format
+//! (`speaks.rs`); another gets that policy unchanged.
 //!
 //! **Nothing held against it.** What the drop-in needs of the dynamic loader (the definition
 //! it displaced) and of the environment (`LEVELDB_BLOOM_*`) is taken once, while it is loaded;
@@ -28,8 +29,6 @@ mod format;
 #[cfg(unix)]
 mod image;
 mod leveldb;
-#[cfg(unix)]
-mod owner;
 mod policy;
 mod speaks;
 mod stats;
@@ -56,9 +55,7 @@ extern "C" fn at_load() {
             speaks::at_load();
             #[cfg(unix)]
             {
-                let loader = image::Loader::at_load();
-                owner::bind_own_strings_at_load(loader);
-                leveldb::at_load(loader);
+                leveldb::at_load(image::Loader::at_load());
             }
         });
     });

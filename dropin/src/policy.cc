@@ -165,3 +165,19 @@ LEVELDB_BLOOM_LINKED leveldb_filterpolicy_t* leveldb_filterpolicy_create(
 extern "C" void* leveldb_bloom_dropin_linked_c_api() {
   return reinterpret_cast<void*>(&leveldb_filterpolicy_create);
 }
+
+#ifndef _WIN32
+// LevelDB's `PutVarint32(std::string*, uint32_t)` (util/coding.cc, in every link that writes
+// a table), under each libstdc++ layout's name, as the program was linked: weak, so that the
+// one the link brought in names the layout of that LevelDB's strings.
+extern "C" void leveldb_bloom_put_varint32_cxx11()
+    __asm__("_ZN7leveldb11PutVarint32EPNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEj")
+    __attribute__((weak));
+extern "C" void leveldb_bloom_put_varint32_old() __asm__("_ZN7leveldb11PutVarint32EPSsj")
+    __attribute__((weak));
+
+extern "C" void* leveldb_bloom_dropin_linked_put_varint32(int cxx11) {
+  return cxx11 ? reinterpret_cast<void*>(&leveldb_bloom_put_varint32_cxx11)
+               : reinterpret_cast<void*>(&leveldb_bloom_put_varint32_old);
+}
+#endif

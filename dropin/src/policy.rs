@@ -6,37 +6,28 @@
 //!   callbacks, which the object asks for each filter; the wrapper appends what the callback
 //!   builds, with LevelDB's own string code. Both formats, and the static route.
 //! - **else its own Bloom policy** (the definition the drop-in displaced), for Bloom filters:
-//!   by the format, the bytes the drop-in would have built.
-//! - **else the drop-in**, for compact filters (or where the LevelDB has neither), where
-//!   `owner.rs` proves how; else Bloom filters by that LevelDB's own policy, and where it has
-//!   none, no policy (NULL, said and counted).
+//!   by the format, the bytes the drop-in would have built. Asked for compact filters, such a
+//!   LevelDB gets Bloom filters too: nothing of its own writes compact ones, and the drop-in
+//!   writes no string of a loaded LevelDB's. The compact policy answers them, as LevelDB does.
+//! - **else, on the static route, the drop-in**: a link that left LevelDB's C API out has
+//!   nothing else to write with; the drop-in and that LevelDB are one link with one
+//!   libstdc++, and the layout is the one LevelDB's own functions were linked in
+//!   (`leveldb.rs`). Else no policy (NULL, said and counted).
 //!
 //! A LevelDB whose Bloom policy does not speak the format (`speaks.rs`) gets that policy,
 //! unchanged.
 
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
-use std::sync::atomic::AtomicU8;
-use std::sync::atomic::Ordering::{AcqRel, Acquire};
 
 use leveldb_bloom::AnyPolicy;
 use leveldb_bloom_capi as capi;
 use leveldb_bloom_capi::leveldb_bloom_policy;
 
-use crate::leveldb::{CreateFn, LevelDb};
 #[cfg(unix)]
-use crate::owner::{self, StringAbi};
+use crate::leveldb::StringLayout;
+use crate::leveldb::{CreateFn, LevelDb};
 use crate::{speaks, stats};
-
-/// No layout is ever proven on Windows, where the drop-in writes no string itself.
-#[cfg(windows)]
-#[derive(Clone, Copy)]
-enum StringAbi {}
-
-#[cfg(windows)]
-impl StringAbi {
-    const ALL: [StringAbi; 0] = [];
-}
 
 /// `leveldb::Slice` (include/leveldb/slice.h): its two members, in order (policy.cc checks
 /// that it is `leveldb_bloom_slice`).
@@ -93,63 +84,9 @@ enum Writer {
     CApi(Stock),
     /// The LevelDB's own Bloom policy (owned).
     Stock(Stock),
-    /// The drop-in, in the string layout proven for that LevelDB.
-    Own(StringAbi),
-    /// Compact filters for a LevelDB with no C API: the drop-in writes them if `owner.rs`
-    /// proves it may, asked at the first filter (by then a lazily bound LevelDB's string code
-    /// is bound: Node.js loads its addons so); else the LevelDB's own Bloom policy writes Bloom
-    /// filters, which the compact policy answers as LevelDB does.
-    OnceProven(Box<Pending>),
-}
-
-/// What a [`Writer::OnceProven`] decides with, and what it decided.
-struct Pending {
-    stock: Stock,
-    leveldb: LevelDb,
-    /// 0 until decided; then [`Pending::STOCK`] or a layout's `1 + StringAbi as u8`.
-    decided: AtomicU8,
-}
-
-impl Pending {
-    const STOCK: u8 = u8::MAX;
-
-    /// The decision, made by the first filter's thread (or by several at once, the first to
-    /// finish keeping its answer); no thread waits for another.
-    fn writer(&self) -> Option<StringAbi> {
-        let decided = match self.decided.load(Acquire) {
-            0 => {
-                let (decision, how) = match proven(&self.leveldb) {
-                    Ok(abi) => (1 + abi as u8, how_own(abi).to_owned()),
-                    Err(why) => (
-                        Self::STOCK,
-                        format!("no C API, and {why}: its own Bloom policy writes Bloom filters"),
-                    ),
-                };
-                match self.decided.compare_exchange(0, decision, AcqRel, Acquire) {
-                    Ok(_) => {
-                        stats::count_format(decision != Self::STOCK);
-                        stats::say_served(&self.leveldb.describe(), &how);
-                        decision
-                    }
-                    Err(first) => first,
-                }
-            }
-            decided => decided,
-        };
-        StringAbi::ALL
-            .into_iter()
-            .find(|&abi| 1 + abi as u8 == decided)
-    }
-}
-
-/// How the statistics say the drop-in writes.
-fn how_own(abi: StringAbi) -> &'static str {
-    match abi {
-        #[cfg(unix)]
-        StringAbi::Cxx11 => "the drop-in writes its C++11 strings",
-        #[cfg(unix)]
-        StringAbi::Old => "the drop-in writes its old strings",
-    }
+    /// The drop-in, in the string layout of the LevelDB linked with it.
+    #[cfg(unix)]
+    Own(StringLayout),
 }
 
 /// A C API policy, owned: made for a format, counting its work where a statistics file is
@@ -250,20 +187,21 @@ pub(crate) fn for_leveldb(
     let Some(answers) = Answers::new(format) else {
         return stock.map_or_else(|| refused("memory ran out"), Stock::into_raw);
     };
-    let (writer, how) = match (leveldb.c_api, compact, stock) {
-        (Some(create), _, _) => match c_wrapper(create, format) {
-            Some(wrapper) => (Writer::CApi(wrapper), "its C API writes"),
+    let (writer, how, builds_compact) = match (leveldb.c_api, stock) {
+        (Some(create), _) => match c_wrapper(create, format) {
+            Some(wrapper) => (Writer::CApi(wrapper), "its C API writes", compact),
             None => return refused("memory ran out"),
         },
-        (None, false, Some(stock)) => (Writer::Stock(stock), "its own Bloom policy writes"),
-        (None, true, Some(stock)) => return once_proven(answers, stock, leveldb),
-        (None, _, None) => match proven(&leveldb) {
-            Ok(abi) => (Writer::Own(abi), how_own(abi)),
-            Err(why) => return unwritable(&leveldb, &why),
+        (None, Some(stock)) if compact => (Writer::Stock(stock), NO_C_API_COMPACT, false),
+        (None, Some(stock)) => (Writer::Stock(stock), "its own Bloom policy writes", false),
+        (None, None) => match leveldb.linked_strings {
+            #[cfg(unix)]
+            Some(layout) => (Writer::Own(layout), how_own(layout), compact),
+            _ => return unwritable(&leveldb),
         },
     };
     stats::count_served();
-    stats::count_format(compact);
+    stats::count_format(builds_compact);
     stats::say_served(&leveldb.describe(), how);
     object(answers, writer)
 }
@@ -276,47 +214,28 @@ fn declined(leveldb: &LevelDb, why: &str, stock: Option<Stock>) -> *const c_void
     stock.map_or(std::ptr::null(), Stock::into_raw)
 }
 
-/// The drop-in's object for compact filters in a LevelDB with no C API, its writer decided
-/// at the first filter.
-#[cold]
-#[inline(never)]
-fn once_proven(answers: Answers, stock: Stock, leveldb: LevelDb) -> *const c_void {
-    let pending = Pending {
-        stock,
-        leveldb,
-        decided: AtomicU8::new(0),
-    };
-    stats::count_served();
-    object(answers, Writer::OnceProven(Box::new(pending)))
-}
-
 /// No policy for a LevelDB with no code to write its strings with.
 #[cold]
 #[inline(never)]
-fn unwritable(leveldb: &LevelDb, why: &str) -> *const c_void {
+fn unwritable(leveldb: &LevelDb) -> *const c_void {
     refused(&format!(
-        "{} has no C API and no Bloom policy of its own, and {why}",
+        "{} has no C API and no Bloom policy of its own",
         leveldb.describe()
     ))
 }
 
-/// The string layout the drop-in may write for `leveldb`, where `owner.rs` proves it; or why
-/// not.
-fn proven(leveldb: &LevelDb) -> Result<StringAbi, String> {
-    #[cfg(unix)]
-    {
-        let loader = crate::image::Loader::get().ok_or("the drop-in was not initialized")?;
-        let object = leveldb.object.as_ref().ok_or("its object cannot be read")?;
-        std::panic::catch_unwind(|| owner::provable_string_abi(loader, object))
-            .unwrap_or_else(|_| Err("its symbols cannot be read".to_owned()))
-            .map_err(|why| format!("its strings are not proven the drop-in's to write ({why})"))
-    }
-    #[cfg(windows)]
-    {
-        let _ = leveldb;
-        Err("the drop-in writes no strings on Windows".to_owned())
+/// How the statistics say the drop-in writes.
+#[cfg(unix)]
+fn how_own(layout: StringLayout) -> &'static str {
+    match layout {
+        StringLayout::Cxx11 => "the drop-in writes its C++11 strings",
+        StringLayout::Old => "the drop-in writes its old strings",
     }
 }
+
+/// How a LevelDB with no C API, asked for compact filters, is served.
+const NO_C_API_COMPACT: &str =
+    "no C API to write compact filters with: its own Bloom policy writes Bloom filters";
 
 /// No policy: NULL, which LevelDB takes as "no filter policy" (no filters written, every
 /// table read), said and counted.
@@ -397,7 +316,7 @@ unsafe extern "C" fn free_policy(policy: *mut Policy) {
 }
 
 /// The object's `CreateFilter`: appends the filter of `keys` to `dst`, LevelDB's string,
-/// written by the LevelDB's own Bloom policy or, where proven, by the drop-in. A
+/// written by the LevelDB's own C API wrapper or Bloom policy, or by the drop-in. A
 /// `std::bad_alloc` from growing the string passes through, as from LevelDB's own policy.
 ///
 /// # Safety
@@ -420,15 +339,11 @@ unsafe extern "C-unwind" fn create_filter(
             };
         }
         Writer::Stock(stock) => stock,
-        Writer::Own(abi) => {
-            // SAFETY: as this function's caller guarantees, with `abi` proven for `dst`.
-            return unsafe { append_filter(&policy.answers, *abi, keys, n, dst) };
+        #[cfg(unix)]
+        Writer::Own(layout) => {
+            // SAFETY: as this function's caller guarantees, with `dst` of `layout`.
+            return unsafe { append_filter(&policy.answers, *layout, keys, n, dst) };
         }
-        Writer::OnceProven(pending) => match pending.writer() {
-            // SAFETY: as above.
-            Some(abi) => return unsafe { append_filter(&policy.answers, abi, keys, n, dst) },
-            None => &pending.stock,
-        },
     };
     // SAFETY: the policy's stock object, live while the policy is; the rest as this
     // function's caller guarantees.
@@ -438,36 +353,27 @@ unsafe extern "C-unwind" fn create_filter(
     answers.record_filter_written_elsewhere(usize::try_from(n).unwrap_or(0));
 }
 
-/// On Windows no layout is ever proven: nothing to append with.
-///
-/// # Safety
-/// None needed: it cannot be called (`StringAbi` has no value there).
-#[cfg(windows)]
-unsafe fn append_filter(_: &Answers, abi: StringAbi, _: *const Slice, _: c_int, _: *mut c_void) {
-    match abi {}
-}
-
 /// Appends the filter straight into the string (no buffer of our own, no copy), grown by its
 /// own layout's code; the filter every reader answers "may match" if it cannot be built.
 ///
 /// # Safety
-/// As `create_filter`'s, with `dst` a string of layout `abi`.
+/// As `create_filter`'s, with `dst` a string of `layout`.
 #[cfg(unix)]
 unsafe fn append_filter(
     answers: &Answers,
-    abi: StringAbi,
+    layout: StringLayout,
     keys: *const Slice,
     n: c_int,
     dst: *mut c_void,
 ) {
     type Size = unsafe extern "C-unwind" fn(*const c_void) -> usize;
     type Resize = unsafe extern "C-unwind" fn(*mut c_void, usize) -> *mut u8;
-    let (size, resize): (Size, Resize) = match abi {
-        StringAbi::Cxx11 => (
+    let (size, resize): (Size, Resize) = match layout {
+        StringLayout::Cxx11 => (
             leveldb_bloom_dropin_string_size_cxx11,
             leveldb_bloom_dropin_string_resize_cxx11,
         ),
-        StringAbi::Old => (
+        StringLayout::Old => (
             leveldb_bloom_dropin_string_size_old,
             leveldb_bloom_dropin_string_resize_old,
         ),

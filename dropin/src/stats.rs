@@ -420,6 +420,7 @@ mod file {
     use std::io::{Read, Write};
 
     fn options() -> std::fs::OpenOptions {
+        #[cfg_attr(windows, allow(unused_mut))] // flags are set on Unix only
         let mut options = std::fs::OpenOptions::new();
         #[cfg(unix)]
         {

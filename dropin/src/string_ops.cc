@@ -1,8 +1,9 @@
 // One std::string layout's own code, compiled once per layout of libstdc++
 // (_GLIBCXX_USE_CXX11_ABI=1, the default since GCC 5, and =0, which programs built to run on
 // many distributions still use): the only code of the drop-in that touches a LevelDB's
-// string. owner.rs proves which one a LevelDB's strings need, and that the library code it
-// calls is the very code that LevelDB's strings use; policy.rs calls these two.
+// string, and only on the static route where the link brought no code of LevelDB's to write
+// with. There the drop-in and that LevelDB are one link, with one libstdc++, and the layout is
+// the one LevelDB's own functions were linked in (leveldb.rs); policy.rs calls these two.
 #include <cstddef>
 #include <string>
 
