@@ -394,8 +394,10 @@ bool leveldb_bloom_key_may_match(const leveldb_bloom_policy *policy,
 /**
  * Stores in `*stats` what `policy`, a counting policy (`leveldb_bloom_policy_counted`), has
  * counted since its creation or its last reset (filter block builders made from it count
- * into it too). Counting is thread-safe and costs no shared cache line between threads; a
- * read while other threads work sees each counter at some moment during the call.
+ * into it too). Counting is thread-safe and cheap: each thread counts in one of 64 stripes
+ * of cache lines of their own, picked by its stack's address (threads that pick the same
+ * stripe share its line, and lose no count); a read while other threads work sees each
+ * counter at some moment during the call, never more "no match" answers than queries.
  *
  * Errors: `NULL_ARGUMENT` (policy or stats); `NOT_COUNTED` (a policy that does not count;
  * `*stats` is left alone); `PANIC`.
