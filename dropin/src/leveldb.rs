@@ -7,11 +7,14 @@
 //! loader made for that code, read per caller, never carried from one to another:
 //!
 //! 1. code in the object that holds the drop-in's own code (linked in statically, into the
-//!    program or into a library): the C API that object was linked with;
+//!    program or into a library): the LevelDB linked into that object, by its C API or its
+//!    string code found there (never a definition the loader found in another object); where
+//!    none is, the object its LevelDB calls are bound into, as in 3;
 //! 2. code of a LevelDB (its C API's `leveldb_filterpolicy_create_bloom`, or its own code):
 //!    that LevelDB's own definitions;
 //! 3. other code (a program, a Python module, a Node.js addon, a plugin): the object its
-//!    LevelDB calls are bound into (a system libleveldb, a wheel's bundled one);
+//!    LevelDB calls are bound into (a system libleveldb, a wheel's bundled one, or a program
+//!    with the drop-in linked in, as in 1);
 //! 4. code that makes no other LevelDB call, or none bound yet (lazy binding): the LevelDB
 //!    that a call bound through the process's global scope reaches, the drop-in aside (found
 //!    once, while the drop-in is loaded).
@@ -150,15 +153,11 @@ pub(crate) fn asked_by(_caller: *const c_void) -> Result<LevelDb, String> {
 pub(crate) fn asked_by(caller: *const c_void) -> Result<LevelDb, String> {
     let loader = Loader::get().ok_or("the drop-in was not initialized")?;
     let asker = loader.holding(caller);
-    if let Some(asker) = asker.as_ref().filter(|a| loader.is_own(a)) {
-        return Ok(LevelDb {
-            new_policy: None,
-            c_api: linked_c_api(),
-            linked_strings: linked_strings(asker),
-            object: Some(asker.clone()),
-        });
-    }
     let bound = match &asker {
+        Some(asker) if loader.is_own(asker) => match linked_in(asker) {
+            Some(linked) => return Ok(linked),
+            None => bound_leveldb(loader, asker)?,
+        },
         Some(asker) => match own_code(asker) {
             Some(own) => return Ok(own),
             None => bound_leveldb(loader, asker)?,
@@ -186,7 +185,28 @@ fn bound_leveldb(loader: &Loader, asker: &LoadedObject) -> Result<Option<LevelDb
         .iter()
         .filter(|b| is_leveldb_symbol(b.name))
         .filter_map(|b| loader.holding(b.target as *const c_void))
-        .find_map(|object| own_code(&object)))
+        .find_map(|object| {
+            if loader.is_own(&object) {
+                linked_in(&object)
+            } else {
+                own_code(&object)
+            }
+        }))
+}
+
+/// The LevelDB linked into `own`, the drop-in's object (the static route), if its C API or
+/// its string code is there. Weak references resolve to any object's definitions; only those
+/// inside `own` are that LevelDB's.
+#[cfg(unix)]
+fn linked_in(own: &LoadedObject) -> Option<LevelDb> {
+    let c_api = linked_c_api().filter(|&f| own.spans(f as usize));
+    let linked_strings = linked_strings(own);
+    (c_api.is_some() || linked_strings.is_some()).then(|| LevelDb {
+        new_policy: None,
+        c_api,
+        linked_strings,
+        object: Some(own.clone()),
+    })
 }
 
 /// The C API the program was linked with, if any.
@@ -225,7 +245,12 @@ fn own_code(object: &LoadedObject) -> Option<LevelDb> {
     if object.definition(DROPIN_ENTRY.to_bytes()).is_some() {
         return None;
     }
-    let new_policy = object.definition(NEW_POLICY.to_bytes());
+    // Never the drop-in's own definition, which an object that links it in exports where
+    // another object references it.
+    let own = crate::new_bloom_filter_policy as *const () as usize;
+    let new_policy = object
+        .definition(NEW_POLICY.to_bytes())
+        .filter(|&f| f != own);
     let c_api = object.definition(C_CREATE.to_bytes());
     if new_policy.is_none() && c_api.is_none() {
         return None;
@@ -254,6 +279,11 @@ fn displaced(loader: &Loader) -> Option<LevelDb> {
     let is_copy = |object: &LoadedObject| object.definition(DROPIN_ENTRY.to_bytes()).is_some();
     let first = global_first_definition()?;
     let holder = loader.holding(first as *const c_void)?;
+    if loader.is_own(&holder)
+        && let Some(linked) = linked_in(&holder)
+    {
+        return Some(linked);
+    }
     if !is_copy(&holder) {
         return own_code(&holder);
     }
