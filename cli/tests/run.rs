@@ -380,12 +380,10 @@ fn a_thread_directed_signal_and_a_terminal_s_hangup_reach_the_program() {
     let mut cmd = command();
     cmd.args(["run", "--", "sleep", "30"]).stderr(Stdio::null());
     // SAFETY: between fork and exec only async-signal-safe calls: a new session whose
-    // controlling terminal is the pty, on the standard streams, with the hangup's default
-    // action as a login session has it (a test run under nohup inherits it ignored, and so
-    // would the command and its program, as they would under stock).
+    // controlling terminal is the pty, on the standard streams (`command` has set the
+    // hangup's default action, as a login session has it).
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-            libc::signal(libc::SIGHUP, libc::SIG_DFL);
             libc::setsid();
             libc::ioctl(slave, libc::TIOCSCTTY, 0);
             libc::dup2(slave, 0);
@@ -483,7 +481,7 @@ fn the_program_sees_its_own_name_and_scripts_always_get_a_summary() {
 
 /// `sh -c script`, with the command as `$0`: the command as a caller starts it.
 fn shell(script: &str) -> std::process::Output {
-    Command::new("sh")
+    as_from_a_terminal(Command::new("sh"))
         .args(["-c", script, env!("CARGO_BIN_EXE_leveldb-bloom")])
         .output()
         .unwrap()

@@ -26,7 +26,24 @@ pub const BLOOM: AnyPolicy = match BloomPolicy::new(10) {
 };
 
 pub fn command() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_leveldb-bloom"))
+    as_from_a_terminal(Command::new(env!("CARGO_BIN_EXE_leveldb-bloom")))
+}
+
+/// `cmd` started with the signal dispositions a terminal's shell gives a program (interrupt,
+/// quit and hangup at their default actions), whatever this test run inherited: started in
+/// the background of a script or under `nohup`, it has some of them ignored, and so would
+/// every process it starts. Tests that want a signal ignored ignore it themselves.
+pub fn as_from_a_terminal(mut cmd: Command) -> Command {
+    // SAFETY: between fork and exec only `signal`, which is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    cmd
 }
 
 pub fn run(args: &[&str]) -> Output {
