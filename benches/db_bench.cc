@@ -7,10 +7,16 @@
 // in RANDOM order with one Put each (default WriteOptions), then CompactRange over everything
 // (twice: see Fill).
 // Each policy fills its own database (separate directories; the policy going first alternates
-// across fill repetitions; the last fill's databases are kept for the reads). Reads: repetition
-// r reopens database r % 2 once with each policy (so both policies read the same files, with
-// the same layout and page cache; each database is read by both, which also shows they are
-// interchangeable), the policy going first alternating every two repetitions. Default Options
+// across fill repetitions; the last fill's databases are kept for the reads). The drop-in
+// builds the format LEVELDB_BLOOM_FORMAT chooses (the program reports which, from the filters
+// it builds). Reads of Bloom databases: repetition r reopens database r % 2 once with each
+// policy (so both policies read the same files, with the same layout and page cache; each
+// database is read by both, which also shows they are interchangeable). Reads with compact
+// filters: each policy its own databases (stock LevelDB answers "may match" to a compact
+// filter, so its reads of the drop-in's database would measure no filter at all), the last
+// two fills' of each, repetition r reading copy r % 2: one database's files read a few
+// percent faster or slower than another's, whoever reads them. The policy going first
+// alternates every two repetitions. Default Options
 // (8 MiB block cache, snappy, 4 MiB write buffer). A warm-up of random reads opens every table,
 // then random present keys and random absent keys are timed. Every read is checked: present
 // keys return their value, absent keys NotFound. Which object serves each side is proven at
@@ -82,7 +88,7 @@ void Check(const leveldb::Status& s, const char* what) {
 }
 
 enum Side { kStock = 0, kDropIn = 1 };
-const char* const kSideName[2] = {"stock LevelDB", "drop-in"};
+const char* kSideName[2] = {"stock LevelDB", "drop-in"};
 
 struct Sample {
   std::vector<char> keys;      // n * kKeyLen, contiguous
@@ -282,10 +288,21 @@ int main(int argc, char** argv) {
     fs::create_directories(cfg.dir);
   }
   const std::string dbdir[2] = {cfg.dir + "/stock", cfg.dir + "/dropin"};
-  for (const auto& d : dbdir) fs::remove_all(d);  // ours, from an earlier run
 
   bench::Policies pol = bench::MakePolicies(10, true);
   const leveldb::FilterPolicy* policy[2] = {pol.stock, pol.dropin};
+  const bool compact = support::builds_compact_filters(pol.dropin);
+  const char* const format = compact ? "compact" : "bloom";
+  if (compact) kSideName[kDropIn] = "drop-in cmpct";
+  // Each side's databases: with compact filters the last two fills' (copy = fill % copies).
+  const int copies = compact ? std::min(cfg.fill_reps, 2) : 1;
+  auto db_of = [&](int side, int copy) {
+    return compact ? dbdir[side] + "." + std::to_string(copy) : dbdir[side];
+  };
+  for (int side = 0; side < 2; side++) {
+    for (int copy = 0; copy < copies; copy++) fs::remove_all(db_of(side, copy));  // ours, from an earlier run
+  }
+  std::printf("the drop-in's format: %s (LEVELDB_BLOOM_FORMAT)\n", format);
 
   std::printf(
       "workload: %llu keys of %zu bytes (k + 15 digits of 2i; absent keys 2i+1 interleaved),\n"
@@ -298,6 +315,12 @@ int main(int argc, char** argv) {
       made_dir ? "a new temporary directory" : "the directory given",
       cfg.fill_reps, cfg.reps, static_cast<unsigned long long>(cfg.reads),
       static_cast<unsigned long long>(cfg.reads));
+  if (compact) {
+    std::printf(
+        "  compact filters: each policy reads its own databases instead, the last %d fills'\n"
+        "  (repetition r: copy r %% %d), since stock LevelDB reads compact filters unfiltered.\n",
+        copies, copies);
+  }
   std::fflush(stdout);
 
   // --- Fill and compact.
@@ -309,8 +332,9 @@ int main(int argc, char** argv) {
   for (int rep = 0; rep < cfg.fill_reps; rep++) {
     for (int k = 0; k < 2; k++) {
       int side = (rep + k) % 2;
-      fs::remove_all(dbdir[side]);
-      FillResult f = Fill(dbdir[side], policy[side], order);
+      const std::string dir = db_of(side, rep % copies);
+      fs::remove_all(dir);
+      FillResult f = Fill(dir, policy[side], order);
       fill_s[side].push_back(f.fill_s);
       compact_s[side].push_back(f.compact_s);
       std::printf("fill %d, %-13s: fill %.2f s, compact %.2f s\n", rep + 1, kSideName[side],
@@ -325,12 +349,13 @@ int main(int argc, char** argv) {
   // do not give byte-identical tables either, so the layouts are only shown.)
   for (int side = 0; side < 2; side++) {
     std::printf("layout, database written by %-13s: %s\n", kSideName[side],
-                Layout(dbdir[side], policy[side]).c_str());
+                Layout(db_of(side, (cfg.fill_reps - 1) % copies), policy[side]).c_str());
   }
 
   // --- Reads. Repetition r reads database r % 2 with both policies (each database is read by
-  // both: the same files, page cache and layout for the two policies), the policy going first
-  // alternating every two repetitions so that order and database are not confounded.
+  // both: the same files, page cache and layout for the two policies), or with compact filters
+  // each policy its own; the policy going first alternates every two repetitions so that order
+  // and database are not confounded.
   std::vector<double> present_us[2], absent_us[2];
   const uint64_t warm_n = std::min<uint64_t>(cfg.reads / 4 + 1, 20000);
   for (int rep = 0; rep < cfg.reps; rep++) {
@@ -342,21 +367,22 @@ int main(int argc, char** argv) {
     Sample absent = MakeSample(cfg.reads, cfg.keys, false, r);
     for (int k = 0; k < 2; k++) {
       int side = (first + k) % 2;
-      ReadResult rr = Read(dbdir[db], policy[side], warm, present, absent);
+      ReadResult rr = Read(compact ? db_of(side, rep % copies) : dbdir[db], policy[side], warm,
+                           present, absent);
       present_us[side].push_back(rr.present_us);
       absent_us[side].push_back(rr.absent_us);
       std::printf("read %d, db of %-7s, %-13s: present %.3f us/get, absent %.3f us/get\n",
-                  rep + 1, db == kStock ? "stock" : "drop-in", kSideName[side], rr.present_us,
-                  rr.absent_us);
+                  rep + 1, (compact ? side : db) == kStock ? "stock" : "drop-in", kSideName[side],
+                  rr.present_us, rr.absent_us);
       std::fflush(stdout);
     }
   }
 
   // --- Summary.
-  std::printf("\n%-26s %14s %14s %12s   %s\n", "median", "stock LevelDB", "drop-in",
+  std::printf("\n%-26s %14s %14s %12s   %s\n", "median", "stock LevelDB", kSideName[kDropIn],
               "stock/dropin", "(each repetition: stock | drop-in)");
   FILE* csv = bench::OpenCsv(cfg.csv, [](FILE* f) {
-    std::fprintf(f, "measure,unit,keys,repetitions,stock_median,dropin_median,stock_over_dropin\n");
+    std::fprintf(f, "format,measure,unit,keys,repetitions,stock_median,dropin_median,stock_over_dropin\n");
   });
   auto row = [&](const char* what, const std::vector<double>* v, const char* fmt) {
     double a = Median(v[0]), b = Median(v[1]);
@@ -364,7 +390,7 @@ int main(int argc, char** argv) {
       // "fill (s)" -> measure "fill", unit "s".
       const std::string w(what);
       const size_t paren = w.find(" (");
-      std::fprintf(csv, "%s,%s,%llu,%zu,%.4f,%.4f,%.4f\n", w.substr(0, paren).c_str(),
+      std::fprintf(csv, "%s,%s,%s,%llu,%zu,%.4f,%.4f,%.4f\n", format, w.substr(0, paren).c_str(),
                    w.substr(paren + 2, w.size() - paren - 3).c_str(),
                    static_cast<unsigned long long>(cfg.keys), v[0].size(), a, b,
                    b > 0 ? a / b : 0);
@@ -385,7 +411,9 @@ int main(int argc, char** argv) {
   delete pol.dropin;
   delete pol.stock;
   if (!cfg.keep) {
-    for (const auto& d : dbdir) fs::remove_all(d);
+    for (int side = 0; side < 2; side++) {
+      for (int copy = 0; copy < copies; copy++) fs::remove_all(db_of(side, copy));
+    }
     if (made_dir) fs::remove(cfg.dir);
   }
   std::printf("peak memory (ru_maxrss): %.1f MiB; run time %.1f s; load average at end %s\n",
