@@ -50,7 +50,8 @@ extern "C" fn at_load() {
     AT_LOAD.call_once(|| {
         let _ = std::panic::catch_unwind(|| {
             stats::at_load();
-            format::choice();
+            let choice = format::choice();
+            stats::chosen(choice.format, choice.bits_per_key);
             leveldb_bloom::instructions();
             speaks::at_load();
             #[cfg(unix)]

@@ -69,6 +69,15 @@ fn lines_from(head: *mut Said) -> impl Iterator<Item = &'static str> {
     })
 }
 
+/// What the environment chose (`format.rs`): the format, and the bits per key that replace
+/// the program's; the file says them where no policy was made.
+static CHOSEN: OnceLock<(Format, Option<f64>)> = OnceLock::new();
+
+/// Notes the environment's choice, for the file.
+pub(crate) fn chosen(format: Format, bits_per_key: Option<f64>) {
+    let _ = CHOSEN.set((format, bits_per_key));
+}
+
 /// The formats the drop-in's policies build: [`BUILDS_BLOOM`], [`BUILDS_COMPACT`].
 static BUILDS: AtomicU8 = AtomicU8::new(0);
 const BUILDS_BLOOM: u8 = 1;
@@ -337,7 +346,7 @@ fn statistics(loaded_at_ns: u128, pid: u64) -> Statistics {
         queries,
         no_match,
     ];
-    let choice = crate::format::choice();
+    let (format, bits_per_key) = CHOSEN.get().copied().unwrap_or((Format::Bloom, None));
     let builds = BUILDS.load(Relaxed);
     let mut formats: Vec<Format> = [
         (BUILDS_BLOOM, Format::Bloom),
@@ -348,11 +357,11 @@ fn statistics(loaded_at_ns: u128, pid: u64) -> Statistics {
     .map(|(_, format)| format)
     .collect();
     if formats.is_empty() {
-        formats.push(choice.format);
+        formats.push(format);
     }
     Statistics {
         formats,
-        bits_per_key: choice.bits_per_key,
+        bits_per_key,
         dropin_policies,
         policies_served,
         policies_declined,

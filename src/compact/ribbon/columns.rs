@@ -13,6 +13,7 @@
 
 #![allow(unsafe_code)] // AVX-512 and AVX2 versions of a narrow filter's column check
 
+use super::row::Row;
 use super::shape::{Equation, Shape};
 
 /// How a narrow filter's main columns are checked: one after another, or in vector lanes
@@ -23,13 +24,52 @@ pub(super) trait Columns: Copy {
     fn hold(self, bytes: &[u8], shape: &Shape, equation: &Equation<u64>) -> bool;
 }
 
+/// The columns one after another ([`columns_hold`]), in every processor's instructions.
+#[derive(Clone, Copy)]
+pub(super) struct OneAtATime;
+
+impl Columns for OneAtATime {
+    #[inline(always)]
+    fn hold(self, bytes: &[u8], shape: &Shape, equation: &Equation<u64>) -> bool {
+        columns_hold(bytes, shape, equation)
+    }
+}
+
+/// Whether every main column of `equation` (in `bytes`, a filter of `shape`) holds, one column after another, two at a
+/// time: the check stops at the first pair that fails (an absent key's first pair, three
+/// times in four).
+#[inline(always)]
+pub(super) fn columns_hold<R: Row>(bytes: &[u8], shape: &Shape, equation: &Equation<R>) -> bool {
+    // A narrow window of 48 bits or more ends at least 6 bytes before the end of the
+    // filter (its last bit at most `r * m - 1 < P`, the trailer 2 or 3 bytes after the
+    // payload): its 8-byte read never needs the end's clamp.
+    let inside = R::MAIN_INSIDE || shape.width >= 48;
+    let column = |bit: u64| {
+        let window = R::read(bytes, bit, inside);
+        (window & equation.coefficients).parity()
+    };
+    let mut bit = equation.start;
+    let mut result = equation.result;
+    let mut left = shape.result_bits;
+    while left >= 2 {
+        let failed = (column(bit) ^ result) | (column(bit + shape.slots) ^ (result >> 1));
+        if failed & 1 != 0 {
+            return false;
+        }
+        bit += 2 * shape.slots;
+        result >>= 2;
+        left -= 2;
+    }
+    left == 0 || (column(bit) ^ result) & 1 == 0
+}
+
 /// The columns in AVX-512 lanes: a value exists only where the processor has the
 /// instructions ([`Avx512::new`]).
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
 pub(super) struct Avx512 {
     /// Whether a filter of more than 128 bytes has its windows gathered (else read one after
-    /// another, as [`OneAtATime`](super::query::OneAtATime) does).
+    /// another, as [`OneAtATime`] does).
     gather: bool,
 }
 
@@ -76,7 +116,7 @@ impl Columns for Avx512 {
     #[inline(always)]
     fn hold(self, bytes: &[u8], shape: &Shape, equation: &Equation<u64>) -> bool {
         if bytes.len() > 128 && !self.gather {
-            return super::query::OneAtATime.hold(bytes, shape, equation);
+            return OneAtATime.hold(bytes, shape, equation);
         }
         // SAFETY: an `Avx512` exists only where the processor has the instructions, and a
         // narrow filter's query has at least 8 bytes.

@@ -51,7 +51,8 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::cpu::Instructions;
 use builder::build_filter;
 pub(super) use builder::modelled_rate;
-use query::{OneAtATime, batch_may_match, may_match};
+use columns::OneAtATime;
+use query::{batch_may_match, may_match};
 pub(super) use shape::expected_false_positive_rate;
 
 /// The last byte of a ribbon filter. LevelDB reads it as a Bloom filter with 31 probes,

@@ -3,7 +3,7 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::columns::Columns;
+use super::columns::{Columns, columns_hold};
 use super::row::Row;
 use super::shape::{Equation, Shape};
 
@@ -46,62 +46,19 @@ impl<'f> Readable<'f> {
         !main.selected | extra_holds
     }
 
-    /// Whether every main column of `equation` holds, one column after another, two at a
-    /// time: the check stops at the first pair that fails (an absent key's first pair, three
-    /// times in four).
-    #[inline(always)]
-    fn columns_hold<R: Row>(&self, equation: &Equation<R>) -> bool {
-        let shape = &self.shape;
-        // A narrow window of 48 bits or more ends at least 6 bytes before the end of the
-        // filter (its last bit at most `r * m - 1 < P`, the trailer 2 or 3 bytes after the
-        // payload): its 8-byte read never needs the end's clamp.
-        let inside = R::MAIN_INSIDE || shape.width >= 48;
-        let column = |bit: u64| {
-            let window = R::read(self.bytes, bit, inside);
-            (window & equation.coefficients).parity()
-        };
-        let mut bit = equation.start;
-        let mut result = equation.result;
-        let mut left = shape.result_bits;
-        while left >= 2 {
-            let failed = (column(bit) ^ result) | (column(bit + shape.slots) ^ (result >> 1));
-            if failed & 1 != 0 {
-                return false;
-            }
-            bit += 2 * shape.slots;
-            result >>= 2;
-            left -= 2;
-        }
-        left == 0 || (column(bit) ^ result) & 1 == 0
-    }
-
     /// [`Readable::may_match`] with the filter's rows, a narrow filter's columns checked by
     /// `columns`.
     #[inline(always)]
     fn may_match_either<C: Columns>(&self, hash: u64, columns: C) -> bool {
         if self.shape.wide {
-            self.may_match::<u128>(hash, |equation| self.columns_hold(equation))
+            self.may_match::<u128>(hash, |equation| {
+                columns_hold(self.bytes, &self.shape, equation)
+            })
         } else {
             self.may_match::<u64>(hash, |equation| {
                 columns.hold(self.bytes, &self.shape, equation)
             })
         }
-    }
-}
-
-/// The columns one after another ([`Readable::columns_hold`]), in every processor's
-/// instructions.
-#[derive(Clone, Copy)]
-pub(super) struct OneAtATime;
-
-impl Columns for OneAtATime {
-    #[inline(always)]
-    fn hold(self, bytes: &[u8], shape: &Shape, equation: &Equation<u64>) -> bool {
-        Readable {
-            bytes,
-            shape: *shape,
-        }
-        .columns_hold(equation)
     }
 }
 
@@ -133,7 +90,7 @@ fn short_may_match(hash: u64, filter: &[u8]) -> bool {
         bytes: &padded,
         shape,
     };
-    readable.may_match::<u64>(hash, |equation| readable.columns_hold(equation))
+    readable.may_match::<u64>(hash, |equation| columns_hold(&padded, &shape, equation))
 }
 
 /// Keys hashed this many at a time before their queries, so that the hashes and the
