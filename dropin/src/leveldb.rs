@@ -168,8 +168,8 @@ pub(crate) fn asked_by(caller: *const c_void) -> Result<LevelDb, String> {
         .or_else(|| DISPLACED.get().cloned().flatten())
         .ok_or_else(|| match &asker {
             Some(asker) => format!(
-                "{} calls no LevelDB the loader names, and defines no NewBloomFilterPolicy of \
-                 its own",
+                "{} calls no LevelDB the loader names, and holds no LevelDB's \
+                 NewBloomFilterPolicy or C API (a copy of the drop-in's aside)",
                 asker.describe()
             ),
             None => "the code that asked for a policy is in no object the loader names".to_owned(),
@@ -239,18 +239,17 @@ fn is_leveldb_symbol(name: &[u8]) -> bool {
         || name.starts_with(b"leveldb_")
 }
 
-/// `object`'s own definitions, if it holds a LevelDB's (and is no copy of the drop-in).
+/// `object`'s own definitions, if it holds a LevelDB's. The `NewBloomFilterPolicy` of an
+/// object that carries a copy of the drop-in is that copy's (each copy would take the other's
+/// for stock's, and call it forever), and this copy's own is never stock's; its C API, where
+/// its LevelDB's is linked in with the copy, is that LevelDB's own.
 #[cfg(unix)]
 fn own_code(object: &LoadedObject) -> Option<LevelDb> {
-    if object.definition(DROPIN_ENTRY.to_bytes()).is_some() {
-        return None;
-    }
-    // Never the drop-in's own definition, which an object that links it in exports where
-    // another object references it.
+    let copy = object.definition(DROPIN_ENTRY.to_bytes()).is_some();
     let own = crate::new_bloom_filter_policy as *const () as usize;
     let new_policy = object
         .definition(NEW_POLICY.to_bytes())
-        .filter(|&f| f != own);
+        .filter(|&f| !copy && f != own);
     let c_api = object.definition(C_CREATE.to_bytes());
     if new_policy.is_none() && c_api.is_none() {
         return None;

@@ -3,7 +3,8 @@
 # API, against the same program built without the drop-in, in both formats: the same output,
 # Bloom tables byte-identical to stock's, and every LevelDB said served as BLOOM_WRITER (or,
 # in the compact format, COMPACT_WRITER) says. PRELOAD (or "-") is preloaded into both runs:
-# another LevelDB in the global scope, whose definitions must not be taken for this one's.
+# another LevelDB in the global scope, whose definitions must not be taken for this one's;
+# "+PATH" preloads PATH into the drop-in's run alone (another copy of the drop-in).
 #
 #   run_linked_route.sh WORK_DIR BLOOM_WRITER COMPACT_WRITER PRELOAD STOCK DROPIN [ARG...]
 #   (each ARG with {db} replaced by the run's database folder)
@@ -11,6 +12,8 @@ set -u
 work=$1 bloom_writer=$2 compact_writer=$3 preload=$4 stock=$5 dropin=$6
 shift 6
 [ "$preload" = - ] && preload=
+stock_preload=$preload
+case $preload in +*) preload=${preload#+} stock_preload= ;; esac
 rm -rf "$work"
 fail() { echo "run_linked_route: FAILED ($(basename "$dropin")): $*" >&2; exit 1; }
 # run PROGRAM FORMAT SIDE ARG...: the program on the side's database folder.
@@ -23,7 +26,9 @@ run() {
     set -- "$@" "$(printf '%s' "$a" | sed "s|{db}|$db|g")"
     shift
   done
-  LD_PRELOAD=$preload LEVELDB_BLOOM_FORMAT=$format LEVELDB_BLOOM_STATS_FILE=$work/$format/$side.stats \
+  with=$preload
+  [ "$side" = stock ] && with=$stock_preload
+  LD_PRELOAD=$with LEVELDB_BLOOM_FORMAT=$format LEVELDB_BLOOM_STATS_FILE=$work/$format/$side.stats \
     timeout 300 "$program" "$@" >"$work/$format/$side.out" 2>"$work/$format/$side.err" ||
     fail "$format, $side: exited $?: $(cat "$work/$format/$side.err")"
 }
