@@ -318,6 +318,7 @@ fn stats_path(setting: &OsString, pid: u64) -> OsString {
 
 /// The statistics of this process, `pid`.
 fn statistics(loaded_at_ns: u128, pid: u64) -> Statistics {
+    let counters = own_counters();
     let [
         dropin_policies,
         policies_served,
@@ -327,7 +328,7 @@ fn statistics(loaded_at_ns: u128, pid: u64) -> Statistics {
         keys_added,
         queries,
         no_match,
-    ] = own_counters();
+    ] = counters;
     let mut said: Vec<&str> = lines_from(SAID.load(Acquire)).collect();
     said.reverse();
     let lines = |key: &str| {
@@ -336,16 +337,6 @@ fn statistics(loaded_at_ns: u128, pid: u64) -> Statistics {
             .map(str::to_owned)
             .collect()
     };
-    let counters = [
-        dropin_policies,
-        policies_served,
-        policies_declined,
-        policies_refused,
-        filters_built,
-        keys_added,
-        queries,
-        no_match,
-    ];
     let (format, bits_per_key) = CHOSEN.get().copied().unwrap_or((Format::Bloom, None));
     let builds = BUILDS.load(Relaxed);
     let mut formats: Vec<Format> = [
