@@ -64,12 +64,18 @@ pub type Visit<'v> = dyn FnMut(u64, &[u8], Option<&[u8]>) + 'v;
 /// recovery stops at. A file that cannot be read is damage too (LevelDB's recovery fails on
 /// it).
 pub fn read_log(path: &Path) -> LogReport {
-    read_log_records(path, &mut |_, _, _| {})
+    read_log_visiting(path, None)
 }
 
 /// [`read_log`], showing `visit` each record of every whole batch recovery applies, in the
 /// log's order.
 pub fn read_log_records(path: &Path, visit: &mut Visit<'_>) -> LogReport {
+    read_log_visiting(path, Some(visit))
+}
+
+/// [`read_log`], and [`read_log_records`] where there is a visitor (without one, no batch is
+/// parsed twice).
+fn read_log_visiting(path: &Path, mut visit: Option<&mut Visit<'_>>) -> LogReport {
     let mut report = LogReport {
         file: path
             .file_name()
@@ -109,7 +115,15 @@ pub fn read_log_records(path: &Path, visit: &mut Visit<'_>) -> LogReport {
             }
         }
         let last = filled < block.len();
-        if filled == 0 || !report.block(&mut reader, at, &block[..filled], last, visit) {
+        if filled == 0
+            || !report.block(
+                &mut reader,
+                at,
+                &block[..filled],
+                last,
+                visit.as_deref_mut(),
+            )
+        {
             return report;
         }
         at += filled;
@@ -130,7 +144,7 @@ pub fn log_of(file: String, data: &[u8]) -> LogReport {
     for (i, block) in data.chunks(LogReader::BLOCK_SIZE).enumerate() {
         let at = i * LogReader::BLOCK_SIZE;
         let last = block.len() < LogReader::BLOCK_SIZE;
-        if !report.block(&mut reader, at, block, last, &mut |_, _, _| {}) {
+        if !report.block(&mut reader, at, block, last, None) {
             break;
         }
     }
@@ -146,7 +160,7 @@ impl LogReport {
         at: usize,
         block: &[u8],
         last: bool,
-        visit: &mut Visit<'_>,
+        mut visit: Option<&mut Visit<'_>>,
     ) -> bool {
         let mut damage = None;
         let read = reader.block(at, block, last, |(offset, batch)| {
@@ -159,7 +173,9 @@ impl LogReport {
                     self.records += count;
                     let first = u64::from_le_bytes(batch[..8].try_into().expect("8 bytes"));
                     self.sequences.push((first, first.saturating_add(count)));
-                    visit_records(&batch, first, visit);
+                    if let Some(visit) = visit.as_deref_mut() {
+                        visit_records(&batch, first, visit);
+                    }
                 }
                 Err(what) => {
                     damage = Some(LogDamage {
