@@ -5,8 +5,9 @@ use super::row::Row;
 use super::shape::{Equation, Shape, rate, short_step, whole_slots};
 use super::{MARKER, MAX_RESULT_BITS, SEEDS, SHARES, WIDE_FROM, trailer_len};
 
-/// The slots a filter built on the stack has at most, in each part; more go to the heap.
-const STACK_SLOTS: usize = 128;
+/// The slots a filter built on the stack has at most, in each part (with [`band`]'s idle
+/// slot); more go to the heap.
+const STACK_SLOTS: usize = 129;
 
 /// Spare slots the builder gives `keys` keys over their number in a part of narrow or
 /// `wide` windows, first try. Narrow: enough that each seed bands about three times in four
@@ -97,9 +98,10 @@ impl<R: Row> Echelon<R> {
         }
     }
 
-    /// `slots` zeroed rows and results; `None` if the memory is not there.
+    /// `slots` zeroed rows and results, and the idle slot [`band`] needs after them; `None`
+    /// if the memory is not there.
     fn rows(&mut self, slots: u64) -> Option<(&mut [R], &mut [u32])> {
-        let slots = usize::try_from(slots).ok()?;
+        let slots = usize::try_from(slots).ok()?.checked_add(1)?;
         let (rows, results) = if slots <= STACK_SLOTS {
             (&mut self.stack.0[..slots], &mut self.stack.1[..slots])
         } else {
@@ -154,7 +156,7 @@ fn build_rows<R: Row>(hashes: &[u64], filter: &mut [u8]) -> bool {
     let keys = hashes.len() as u64;
     let (payload, trailer) = filter.split_at_mut(payload_len);
     let (mut main, mut extra) = (Echelon::<R>::new(), Echelon::<R>::new());
-    let (mut selected, mut sorted) = (Vec::new(), Vec::new());
+    let (mut equations, mut selected, mut sorted) = (Vec::new(), Vec::new(), Vec::new());
     let first_least = first_least_slots(keys, forms);
     let most = (payload_bits / first_least).min(u64::from(MAX_RESULT_BITS)) as u32;
     for result_bits in (1..=most).rev() {
@@ -186,11 +188,12 @@ fn build_rows<R: Row>(hashes: &[u64], filter: &mut [u8]) -> bool {
                     sorted.sort_unstable_by_key(|&h| shape.mixed(h));
                     &sorted[..]
                 };
-                if !band(
-                    rows,
-                    results,
-                    hashes.iter().map(|&h| shape.key::<R>(h).main),
-                ) {
+                equations.clear();
+                if equations.try_reserve(hashes.len()).is_err() {
+                    return false;
+                }
+                equations.extend(hashes.iter().map(|&h| shape.key::<R>(h).main));
+                if !band(rows, results, &equations) {
                     continue;
                 }
                 for share in shares.clone() {
@@ -212,7 +215,9 @@ fn build_rows<R: Row>(hashes: &[u64], filter: &mut [u8]) -> bool {
                     let Some((extra_rows, extra_results)) = extra.rows(shape.extra_slots) else {
                         return false;
                     };
-                    if band(extra_rows, extra_results, selected.iter().copied()) {
+                    if band(extra_rows, extra_results, &selected) {
+                        let (rows, results) = without_idle(rows, results);
+                        let (extra_rows, extra_results) = without_idle(extra_rows, extra_results);
                         payload.fill(0);
                         back_substitute(&shape, rows, results, payload);
                         let base = shape.extra_base();
@@ -229,6 +234,12 @@ fn build_rows<R: Row>(hashes: &[u64], filter: &mut [u8]) -> bool {
         }
     }
     false
+}
+
+/// The slots of an echelon form without [`band`]'s idle slot.
+fn without_idle<'a, R>(rows: &'a [R], results: &'a [u32]) -> (&'a [R], &'a [u32]) {
+    let slots = rows.len() - 1;
+    (&rows[..slots], &results[..slots])
 }
 
 /// The largest share of keys the extra part of `shape` is likely to hold: the first whose
@@ -250,97 +261,88 @@ fn first_share(shape: &Shape, keys: u64) -> u32 {
         .unwrap_or(SHARES.len() - 1) as u32
 }
 
-/// Brings `equations` into echelon form in `rows` and `results` (zeroed, one per slot), at
-/// most one ending on each slot: an equation is reduced by the ones already on its slots
-/// until its lowest coefficient falls on a free slot. `false` when two contradict (the
-/// seed failed); an equation that reduces to nothing (a duplicate key) is dropped.
+/// Equations walking the band at once: each step of one hides the latency of the others'.
+const LANES: usize = 3;
+
+/// Brings `equations` into echelon form in `rows` and `results` (zeroed, one per slot and
+/// one more, the idle slot, which stays zero), at most one ending on each slot: an equation
+/// is reduced by the ones already on its slots until its lowest coefficient falls on a free
+/// slot. `false` when two contradict (the seed failed); an equation that reduces to nothing
+/// (a duplicate key) is dropped.
 ///
-/// Two equations walk at once (their loads overlap) on the slots as they were: each ends on
-/// a slot that was free, and the first one taking that slot changes nothing the second read
-/// unless the second ended on the same slot, where it walks on. The result is the echelon
-/// form of banding them one by one, in order.
+/// [`LANES`] equations walk at once, each step of each on the slots as they are, a lane
+/// taking the next equation when its own has found a free slot (an idle lane waits on the
+/// idle slot). The echelon form depends on the order in which equations take slots, the
+/// solution does not: its bits on the slots no equation ends on are zero, and which slots
+/// those are is a property of the equations' span (each is the lowest coefficient of some
+/// equation they imply), not of the order. Whether the equations contradict is not either.
 #[inline(always)]
-fn band<R: Row>(
-    rows: &mut [R],
-    results: &mut [u32],
-    equations: impl Iterator<Item = Equation<R>>,
-) -> bool {
-    let mut equations = equations.peekable();
-    while let Some(first) = equations.next() {
-        let Some(second) = equations.next() else {
-            return walk(first, rows, results);
-        };
-        let (mut at, mut row, mut result) = (
-            [first.start as usize, second.start as usize],
-            [first.coefficients, second.coefficients],
-            [first.result, second.result],
-        );
-        let mut reduced_to_nothing = false;
-        loop {
-            let existing = [rows[at[0]], rows[at[1]]];
-            if existing[0] | existing[1] == R::ZERO {
-                break;
-            }
-            // An equation on a free slot XORs zeros and stays there (its bit 0 is set).
-            for k in 0..2 {
-                row[k] ^= existing[k];
-                result[k] ^= results[at[k]];
-                reduced_to_nothing |= row[k] == R::ZERO;
-            }
-            if reduced_to_nothing {
-                break;
-            }
-            for k in 0..2 {
-                let shift = row[k].trailing_zeros();
-                at[k] += shift as usize;
-                row[k] >>= shift;
-            }
-        }
-        if reduced_to_nothing {
-            if !(walk(first, rows, results) && walk(second, rows, results)) {
+fn band<R: Row>(rows: &mut [R], results: &mut [u32], equations: &[Equation<R>]) -> bool {
+    let idle = Equation {
+        start: (rows.len() - 1) as u64,
+        coefficients: R::ZERO,
+        result: 0,
+    };
+    let mut band = Band {
+        rows,
+        results,
+        equations,
+        next: 0,
+        unplaced: equations.len(),
+        idle,
+    };
+    let mut lanes = [idle; LANES];
+    while band.unplaced > 0 {
+        for lane in &mut lanes {
+            if !band.step(lane) {
                 return false;
             }
-            continue;
-        }
-        rows[at[0]] = row[0];
-        results[at[0]] = result[0];
-        let reduced = Equation {
-            start: at[1] as u64,
-            coefficients: row[1],
-            result: result[1],
-        };
-        if !walk(reduced, rows, results) {
-            return false;
         }
     }
     true
 }
 
-/// Reduces one equation until it ends on a free slot (`true`), reduces to nothing (`true`,
-/// a duplicate) or to `0 = 1` (`false`).
-#[inline(always)]
-fn walk<R: Row>(equation: Equation<R>, rows: &mut [R], results: &mut [u32]) -> bool {
-    let (mut at, mut row, mut result) = (
-        equation.start as usize,
-        equation.coefficients,
-        equation.result,
-    );
-    loop {
-        // `at + 63 - row.leading_zeros() < start + w <= slots`: `at` stays in the slots.
-        let existing = rows[at];
+/// The state of [`band`]: the slots, the equations, and how many are still to place.
+struct Band<'a, R> {
+    rows: &'a mut [R],
+    results: &'a mut [u32],
+    equations: &'a [Equation<R>],
+    next: usize,
+    unplaced: usize,
+    /// An equation of no coefficients on the idle slot: a lane without one.
+    idle: Equation<R>,
+}
+
+impl<R: Row> Band<'_, R> {
+    /// One step of `lane`'s equation: placed on a free slot (the lane takes the next one),
+    /// reduced to nothing (a duplicate, dropped; `false` if it says `0 = 1`), or reduced by
+    /// the equation on its slot and moved to its lowest coefficient.
+    #[inline(always)]
+    fn step(&mut self, lane: &mut Equation<R>) -> bool {
+        let at = lane.start as usize;
+        let (existing, existing_result) = (self.rows[at], self.results[at]);
         if existing == R::ZERO {
-            rows[at] = row;
-            results[at] = result;
+            self.rows[at] = lane.coefficients;
+            self.results[at] = lane.result;
+            self.unplaced -= usize::from(lane.coefficients != R::ZERO);
+            *lane = self.equations.get(self.next).copied().unwrap_or(self.idle);
+            self.next += usize::from(self.next < self.equations.len());
             return true;
         }
-        row ^= existing;
-        result ^= results[at];
-        if row == R::ZERO {
-            return result == 0;
+        let reduced = lane.coefficients ^ existing;
+        if reduced == R::ZERO {
+            let consistent = lane.result == existing_result;
+            self.unplaced -= 1;
+            *lane = self.idle;
+            return consistent;
         }
-        let shift = row.trailing_zeros();
-        at += shift as usize;
-        row >>= shift;
+        let shift = reduced.trailing_zeros();
+        *lane = Equation {
+            start: lane.start + u64::from(shift),
+            coefficients: reduced >> shift,
+            result: lane.result ^ existing_result,
+        };
+        true
     }
 }
 
@@ -393,5 +395,97 @@ fn or_bits(payload: &mut [u8], at: u64, word: u64) {
     let spread = u128::from(word) << shift;
     for (k, target) in payload.iter_mut().skip(byte).take(9).enumerate() {
         *target |= (spread >> (8 * k)) as u8;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Equation, band, solve_columns};
+
+    /// Bands `equations` one by one, each walking until it ends on a free slot: the
+    /// textbook elimination [`band`] must agree with.
+    fn one_by_one(rows: &mut [u64], results: &mut [u32], equations: &[Equation<u64>]) -> bool {
+        for equation in equations {
+            let (mut at, mut row, mut result) = (
+                equation.start as usize,
+                equation.coefficients,
+                equation.result,
+            );
+            loop {
+                if rows[at] == 0 {
+                    (rows[at], results[at]) = (row, result);
+                    break;
+                }
+                row ^= rows[at];
+                result ^= results[at];
+                if row == 0 {
+                    if result != 0 {
+                        return false;
+                    }
+                    break;
+                }
+                at += row.trailing_zeros() as usize;
+                row >>= row.trailing_zeros();
+            }
+        }
+        true
+    }
+
+    /// The solution of an echelon form, its 8 columns of `slots` bits.
+    fn solution(rows: &[u64], results: &[u32]) -> Vec<u8> {
+        let mut payload = vec![0; rows.len()];
+        solve_columns::<u64, 8>(rows, results, &mut payload, 0);
+        payload
+    }
+
+    /// Small systems, nearly full, with duplicate and contradicting equations: whatever order
+    /// the lanes take slots in, the same equations band or fail alike and solve alike.
+    #[test]
+    fn lanes_band_as_one_by_one() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        let (mut failed, mut solved) = (0, 0);
+        for _ in 0..20_000 {
+            let slots = rng.usize(1..=80);
+            let width = rng.usize(1..=slots.min(57));
+            let keys = rng.usize(0..=slots + 2);
+            let mut equations: Vec<Equation<u64>> = (0..keys)
+                .map(|_| Equation {
+                    start: rng.u64(..=(slots - width) as u64),
+                    coefficients: (rng.u64(..) >> (64 - width)) | 1,
+                    result: rng.u32(..) & 0xff,
+                })
+                .collect();
+            // Some keys twice, some twice with another result (a contradiction).
+            for _ in 0..rng.usize(0..=2) {
+                if let Some(&again) = equations.get(rng.usize(0..keys.max(1))) {
+                    let result = again.result ^ u32::from(rng.bool());
+                    equations.insert(rng.usize(0..=equations.len()), Equation { result, ..again });
+                }
+            }
+            let (mut rows, mut results) = (vec![0; slots + 1], vec![0; slots + 1]);
+            let lanes = band(&mut rows, &mut results, &equations);
+            let (mut rows_1, mut results_1) = (vec![0; slots], vec![0; slots]);
+            let alone = one_by_one(&mut rows_1, &mut results_1, &equations);
+            assert_eq!(lanes, alone, "{equations:?}");
+            assert_eq!(
+                (rows[slots], results[slots]),
+                (0, 0),
+                "the idle slot stays free"
+            );
+            if lanes {
+                solved += 1;
+                assert_eq!(
+                    solution(&rows[..slots], &results[..slots]),
+                    solution(&rows_1, &results_1),
+                    "{equations:?}"
+                );
+            } else {
+                failed += 1;
+            }
+        }
+        assert!(
+            failed > 1000 && solved > 1000,
+            "{failed} failed, {solved} solved"
+        );
     }
 }

@@ -30,7 +30,7 @@
 //!
 //! Costs. A query hashes the key once (XXH3-64) and reads `r + 1` windows, one parity each,
 //! with no branch on the key. A build bands every key into the main part and the selected
-//! keys into the extra part (Gaussian elimination along the band, two keys walking at once),
+//! keys into the extra part (Gaussian elimination along the band, three keys walking at once),
 //! then solves each part from its last slot to its first.
 //!
 //! Files: `shape.rs` holds the format's rules (what the length and trailer fix, a key's
