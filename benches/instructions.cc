@@ -3,7 +3,7 @@
 // compact format's query and creation through the C API at the same bits per key, counted
 // by callgrind. Unlike a time, the count does not depend on what else the machine runs, so it
 // shows where two implementations differ, length by length. scripts/bench instructions runs
-// it under valgrind for every case and writes docs/instructions.txt.
+// it under valgrind for every case and writes docs/data/instructions.txt.
 //
 // Usage: leveldb_bloom_instructions OP SIDE KEY_LEN
 //   OP    present | absent (one query per key) | create (filters of 100 keys)

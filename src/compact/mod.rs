@@ -318,7 +318,7 @@ mod tests {
     }
 
     /// The false-positive targets, against this library's Bloom filter (proven
-    /// bit-identical to LevelDB's by the C++ harness; `docs/compact-bench.txt` measures
+    /// bit-identical to LevelDB's by the C++ harness; `docs/data/compact-bench.txt` measures
     /// against LevelDB itself): at most 0.4 times Bloom's rate at 10 bits per key, lower at
     /// 6, 8, 12 and 16. Deterministic keys, so the counts cannot flake.
     #[test]
