@@ -102,6 +102,15 @@ impl AnyPolicy {
             AnyPolicy::Compact(_) => Format::Compact,
         }
     }
+
+    /// The bits per key this policy was made with, in either format (a Bloom policy's are
+    /// whole).
+    pub fn bits_per_key(&self) -> f64 {
+        match self {
+            AnyPolicy::Bloom(p) => f64::from(p.bits_per_key()),
+            AnyPolicy::Compact(p) => p.bits_per_key(),
+        }
+    }
 }
 
 impl FilterPolicy for AnyPolicy {
@@ -185,11 +194,7 @@ mod tests {
             for &bits in taken {
                 let policy = format.policy(bits).expect("taken");
                 assert_eq!(policy.format(), format, "{bits}");
-                let made = match policy {
-                    AnyPolicy::Bloom(p) => f64::from(p.bits_per_key()),
-                    AnyPolicy::Compact(p) => p.bits_per_key(),
-                };
-                assert_eq!(made, bits, "{format:?} {bits}");
+                assert_eq!(policy.bits_per_key(), bits, "{format:?} {bits}");
             }
             for &bits in refused {
                 assert_eq!(format.policy(bits), Err(Error::InvalidBitsPerKey), "{bits}");

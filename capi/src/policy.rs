@@ -127,8 +127,7 @@ pub extern "C" fn leveldb_bloom_policy_create_compact(
 /// whole bits per key (1 to 100) whose standard model `(1 - e^(-k/b))^k` reaches it (LevelDB's
 /// filters measure somewhat worse); for compact the fewest bits per key, in 64ths, at which
 /// the builder's first choice of shape gives every filter of 50 to 10,000,000 keys at most
-/// the target (`docs/compact-format.md`, "Building"; 1% takes 7.39 bits per key, and filters
-/// of 1,000 keys then get about 0.73%; smaller filters may get more).
+/// the target (`docs/compact-format.md`, "Building"; smaller filters may get more).
 ///
 /// Returns NULL if `target_fp_rate` is not in (0, 1) or out of the format's reach (Bloom:
 /// below about 2.5e-18, which needs 100 bits per key; compact: below about 8e-10, which
@@ -178,10 +177,7 @@ pub unsafe extern "C" fn leveldb_bloom_policy_bits_per_key(
     guard(-1.0, || {
         // SAFETY: the caller guarantees NULL or a live policy.
         let policy = unsafe { try_ref(policy) };
-        policy.map_or(-1.0, |p| match p.format {
-            AnyPolicy::Bloom(p) => f64::from(p.bits_per_key()),
-            AnyPolicy::Compact(p) => p.bits_per_key(),
-        })
+        policy.map_or(-1.0, |p| p.format.bits_per_key())
     })
 }
 

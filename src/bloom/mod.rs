@@ -28,6 +28,12 @@ mod rules;
 /// Probe counts above this are reserved for other encodings: their filters always match.
 pub const MAX_PROBES: u8 = 30;
 
+/// The probe counts LevelDB's Bloom filters have: at least one, at most [`MAX_PROBES`].
+const PROBES: std::ops::RangeInclusive<u8> = 1..=MAX_PROBES;
+
+/// The bits per key [`BloomPolicy::for_fp_rate`] chooses among.
+const FOR_FP_RATE_BITS_PER_KEY: std::ops::RangeInclusive<i32> = 1..=100;
+
 /// The smallest bit array a filter has, however few keys it holds.
 const MIN_BITS: u64 = 64;
 
@@ -56,7 +62,7 @@ pub struct BloomPolicy {
 
 impl BloomPolicy {
     /// Creates the policy. Format rule: `k = floor(bits_per_key * 0.69)` in double precision,
-    /// clamped to `1..=30`. A negative `bits_per_key` is refused (LevelDB has undefined
+    /// clamped to `1..=30` ([`MAX_PROBES`]). A negative `bits_per_key` is refused (LevelDB has undefined
     /// behaviour there); 0 is valid and gives one probe into a 64-bit array.
     ///
     /// ```
@@ -72,10 +78,10 @@ impl BloomPolicy {
         }
         // Exact: every i32 is a double. `as` to an integer saturates.
         let probes = (bits_per_key as f64 * 0.69) as u32;
-        let probes = if probes < 1 {
-            1
-        } else if probes > MAX_PROBES as u32 {
-            MAX_PROBES
+        let probes = if probes < *PROBES.start() as u32 {
+            *PROBES.start()
+        } else if probes > *PROBES.end() as u32 {
+            *PROBES.end()
         } else {
             probes as u8
         };
@@ -99,13 +105,9 @@ impl BloomPolicy {
         if !(fp_rate > 0.0 && fp_rate < 1.0) {
             return Err(Error::InvalidFalsePositiveRate);
         }
-        (1..=100)
+        FOR_FP_RATE_BITS_PER_KEY
             .map(|bits_per_key| BloomPolicy::new(bits_per_key).expect("positive"))
-            .find(|policy| {
-                let k = f64::from(policy.probes);
-                let bits = f64::from(policy.bits_per_key);
-                (1.0 - (-k / bits).exp()).powf(k) <= fp_rate
-            })
+            .find(|policy| policy.modelled_rate() <= fp_rate)
             .ok_or(Error::InvalidFalsePositiveRate)
     }
 
@@ -118,6 +120,27 @@ impl BloomPolicy {
     pub fn probes(&self) -> u8 {
         self.probes
     }
+
+    /// The false-positive rate the standard Bloom model expects of this policy's filters
+    /// (of more than a few keys, whose arrays are `bits_per_key` bits a key):
+    /// `(1 - e^(-k / bits_per_key))^k`. LevelDB's filters do somewhat worse than the model
+    /// (`docs/performance-notes.md`).
+    ///
+    /// ```
+    /// let rate = leveldb_bloom::BloomPolicy::new(10)?.modelled_rate();
+    /// assert!((0.0084..0.0085).contains(&rate));
+    /// # Ok::<(), leveldb_bloom::Error>(())
+    /// ```
+    pub fn modelled_rate(&self) -> f64 {
+        modelled_rate(self.probes, 1.0, f64::from(self.bits_per_key))
+    }
+}
+
+/// The standard Bloom model: `(1 - e^(-k * keys / bits))^k`, the rate of a filter of `bits`
+/// bits holding `keys` keys with `probes` probes each.
+fn modelled_rate(probes: u8, keys: f64, bits: f64) -> f64 {
+    let k = f64::from(probes);
+    (1.0 - (-k * keys / bits).exp()).powf(k)
 }
 
 impl FilterPolicy for BloomPolicy {
@@ -227,15 +250,14 @@ impl BloomPolicy {
 /// The false-positive rate the standard Bloom model expects of a LevelDB Bloom `filter`
 /// holding `keys` keys: `(1 - e^(-k * keys / m))^k` with `m` its bits and `k` its last byte.
 /// `None` when the filter is not a Bloom filter LevelDB probes (shorter than 2 bytes, or a
-/// last byte outside 1..=30). (LevelDB's filters measure somewhat above the model:
-/// `docs/performance-notes.md`.)
+/// last byte outside `1..=30`, [`MAX_PROBES`]). (LevelDB's filters measure somewhat above the
+/// model: `docs/performance-notes.md`.)
 pub fn expected_false_positive_rate(filter: &[u8], keys: usize) -> Option<f64> {
     let (&k, array) = filter.split_last()?;
-    if array.is_empty() || !(1..=30).contains(&k) {
+    if array.is_empty() || !PROBES.contains(&k) {
         return None;
     }
-    let (k, bits) = (f64::from(k), array.len() as f64 * 8.0);
-    Some((1.0 - (-k * keys as f64 / bits).exp()).powf(k))
+    Some(modelled_rate(k, keys as f64, array.len() as f64 * 8.0))
 }
 
 /// Whether `key` may be in a `leveldb.BuiltinBloomFilter2` filter, answered as LevelDB
