@@ -271,18 +271,11 @@ pub(crate) struct Binding<'a> {
     pub(crate) target: usize,
 }
 
-#[cfg(target_pointer_width = "64")]
-type ElfSym = libc::Elf64_Sym;
+// The ELF structures of the process's word size (`ElfW(Sym)` and the rest).
 #[cfg(target_pointer_width = "32")]
-type ElfSym = libc::Elf32_Sym;
+use libc::{Elf32_Ehdr as ElfEhdr, Elf32_Phdr as ElfPhdr, Elf32_Sym as ElfSym};
 #[cfg(target_pointer_width = "64")]
-type ElfPhdr = libc::Elf64_Phdr;
-#[cfg(target_pointer_width = "32")]
-type ElfPhdr = libc::Elf32_Phdr;
-#[cfg(target_pointer_width = "64")]
-type ElfEhdr = libc::Elf64_Ehdr;
-#[cfg(target_pointer_width = "32")]
-type ElfEhdr = libc::Elf32_Ehdr;
+use libc::{Elf64_Ehdr as ElfEhdr, Elf64_Phdr as ElfPhdr, Elf64_Sym as ElfSym};
 
 /// An entry of the dynamic section (`ElfW(Dyn)`).
 #[derive(Clone, Copy)]

@@ -116,9 +116,7 @@ impl Answers {
 
     /// Hands the policy over to an owner that destroys it (LevelDB's C wrapper).
     fn into_raw(self) -> *mut leveldb_bloom_policy {
-        let raw = self.0.as_ptr();
-        std::mem::forget(self);
-        raw
+        std::mem::ManuallyDrop::new(self).0.as_ptr()
     }
 }
 
@@ -142,9 +140,7 @@ impl Stock {
 
     /// Hands the policy over (to the program, unchanged).
     fn into_raw(self) -> *const c_void {
-        let raw = self.0.as_ptr();
-        std::mem::forget(self);
-        raw
+        std::mem::ManuallyDrop::new(self).0.as_ptr()
     }
 }
 

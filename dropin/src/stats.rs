@@ -319,16 +319,6 @@ fn stats_path(setting: &OsString, pid: u64) -> OsString {
 /// The statistics of this process, `pid`.
 fn statistics(loaded_at_ns: u128, pid: u64) -> Statistics {
     let counters = own_counters();
-    let [
-        dropin_policies,
-        policies_served,
-        policies_declined,
-        policies_refused,
-        filters_built,
-        keys_added,
-        queries,
-        no_match,
-    ] = counters;
     let mut said: Vec<&str> = lines_from(SAID.load(Acquire)).collect();
     said.reverse();
     let lines = |key: &str| {
@@ -350,17 +340,9 @@ fn statistics(loaded_at_ns: u128, pid: u64) -> Statistics {
     if formats.is_empty() {
         formats.push(format);
     }
-    Statistics {
+    let mut statistics = Statistics {
         formats,
         bits_per_key,
-        dropin_policies,
-        policies_served,
-        policies_declined,
-        policies_refused,
-        filters_built,
-        keys_added,
-        queries,
-        no_match,
         pid,
         loaded_at_ns,
         forked_from: Some(FORKED_FROM.load(Relaxed)).filter(|&parent| parent != 0),
@@ -372,7 +354,10 @@ fn statistics(loaded_at_ns: u128, pid: u64) -> Statistics {
         served: lines("leveldb="),
         declined: lines("declined="),
         refused: lines("refused="),
-    }
+        ..Statistics::default()
+    };
+    statistics.set_counters(counters);
+    statistics
 }
 
 extern "C" fn write_at_exit() {

@@ -192,7 +192,7 @@ fn build_rows<R: Row>(hashes: &[u64], filter: &mut [u8]) -> bool {
                 if equations.try_reserve(hashes.len()).is_err() {
                     return false;
                 }
-                equations.extend(hashes.iter().map(|&h| shape.key::<R>(h).main));
+                equations.extend(hashes.iter().map(|&h| shape.main_equation::<R>(h).equation));
                 if !band(rows, results, &equations) {
                     continue;
                 }
@@ -205,9 +205,9 @@ fn build_rows<R: Row>(hashes: &[u64], filter: &mut [u8]) -> bool {
                     selected.extend(
                         hashes
                             .iter()
-                            .map(|&h| shape.key::<R>(h))
-                            .filter(|key| key.selected)
-                            .map(|key| key.extra),
+                            .map(|&h| shape.main_equation::<R>(h))
+                            .filter(|main| main.selected)
+                            .map(|main| shape.extra_equation(&main)),
                     );
                     if keys >= SORTED_FROM_KEYS {
                         selected.sort_unstable_by_key(|equation| equation.start);

@@ -40,7 +40,7 @@ impl<'f> Readable<'f> {
         }
         // Checked for every key and taken only for the keys it holds: cheaper than a branch
         // on `selected`, which a present key's query cannot predict.
-        let extra = shape.extra_equation::<R>(main.mixed, main.product);
+        let extra = shape.extra_equation::<R>(&main);
         let window = R::window(self.bytes, shape.extra_base() + extra.start);
         let extra_holds = (window & extra.coefficients).parity() == extra.result;
         !main.selected | extra_holds

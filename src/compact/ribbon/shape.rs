@@ -82,22 +82,14 @@ pub(super) struct Equation<R> {
 }
 
 /// A key's main equation, what its extra one is made from, and whether the extra part holds
-/// the key.
+/// the key ([`Shape::main_equation`]).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct MainEquation<R> {
     pub(super) equation: Equation<R>,
-    /// `a` of [`Shape::key`].
+    /// `a` of [`Shape::main_equation`].
     pub(super) mixed: u64,
-    /// `R` of [`Shape::key`].
+    /// `R` of [`Shape::main_equation`].
     pub(super) product: u64,
-    pub(super) selected: bool,
-}
-
-/// A key's equations in both parts, and whether the extra part holds it.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct KeyEquations<R> {
-    pub(super) main: Equation<R>,
-    pub(super) extra: Equation<R>,
     pub(super) selected: bool,
 }
 
@@ -191,25 +183,15 @@ impl Shape {
         }
     }
 
-    /// The key's equations. Format rule, with `h` the key hash and products modulo `2^64`:
+    /// The key's main equation, with what its extra one is made from
+    /// ([`Shape::extra_equation`]) and whether the extra part holds the key. Format rule,
+    /// with `h` the key hash and products modulo `2^64`:
     /// `a = (h ^ seed * 0x9e3779b97f4a7c15) * 0xd6e8feb86659fd93` places the main equation
     /// ([`band_position`] with `m`, `w`); `R = a * 0x94d049bb133111eb`: the main result is
     /// `R >> (64 - r)`, the extra result bit 31 of `R`; the key is in the extra part when
     /// `(R & (2^31 - 1)) * m < e * SHARES[share] * 2^27` (exact products);
     /// `g = a * 0xff51afd7ed558ccd` places the extra equation (with `e` and its width).
     /// Needs `m >= 1`.
-    #[inline(always)]
-    pub(super) fn key<R: Row>(&self, hash: u64) -> KeyEquations<R> {
-        let main = self.main_equation(hash);
-        KeyEquations {
-            main: main.equation,
-            extra: self.extra_equation(main.mixed, main.product),
-            selected: main.selected,
-        }
-    }
-
-    /// The key's main equation alone ([`Shape::key`]'s), with what its extra one is made
-    /// from ([`Shape::extra_equation`]) and whether the extra part holds the key.
     #[inline(always)]
     pub(super) fn main_equation<R: Row>(&self, hash: u64) -> MainEquation<R> {
         let a = self.mixed(hash);
@@ -229,10 +211,10 @@ impl Shape {
         }
     }
 
-    /// The key's extra equation ([`Shape::key`]'s), from its main one's `mixed` hash `a` and
-    /// `product` `R`.
+    /// The key's extra equation, from its main one (the rule is [`Shape::main_equation`]'s).
     #[inline(always)]
-    pub(super) fn extra_equation<R: Row>(&self, mixed: u64, product: u64) -> Equation<R> {
+    pub(super) fn extra_equation<R: Row>(&self, main: &MainEquation<R>) -> Equation<R> {
+        let (mixed, product) = (main.mixed, main.product);
         let g = mixed.wrapping_mul(0xff51_afd7_ed55_8ccd);
         let (start, coefficients) = band_position(g, self.extra_slots.max(1), self.extra_width);
         Equation {

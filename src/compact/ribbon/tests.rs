@@ -14,6 +14,18 @@ fn hashes(seed: u64, count: usize) -> Vec<u64> {
     (0..count).map(|_| rng.u64(..)).collect()
 }
 
+/// How many of `count` random hashes (from `seed`) `filter` answers "may match", and how
+/// many its expected rate says.
+fn hits_and_expected(filter: &[u8], seed: u64, count: usize) -> (f64, f64) {
+    let probes = hashes(seed, count);
+    let hits = probes
+        .iter()
+        .filter(|&&h| may_match(h, filter, OneAtATime))
+        .count() as f64;
+    let expected = expected_false_positive_rate(filter).unwrap();
+    (hits, probes.len() as f64 * expected)
+}
+
 #[test]
 fn slots_by_reciprocal_equal_division() {
     let mut payload_bits = 0u64;
@@ -90,17 +102,12 @@ fn built_filters_answer_every_key_and_their_expected_rate() {
             assert!(may_match(hash, &filter, OneAtATime), "{keys} keys");
         }
         let expected = expected_false_positive_rate(&filter).unwrap();
-        let probes = hashes(1 << 40 | keys as u64, probe_count);
-        let hits = probes
-            .iter()
-            .filter(|&&h| may_match(h, &filter, OneAtATime))
-            .count() as f64;
-        let want = probes.len() as f64 * expected;
+        let (hits, want) = hits_and_expected(&filter, 1 << 40 | keys as u64, probe_count);
         // One filter's solution is one draw: its rate scatters around the expectation by
         // more than the probes' binomial spread, so the bound is loose.
         assert!(
             (hits - want).abs() < 6.0 * want.sqrt() + 0.25 * want,
-            "{keys} keys: {hits} hits, expected {want}"
+            "{keys} keys: {hits} hits, expected {want} (rate {expected})"
         );
     }
 }
@@ -118,7 +125,7 @@ fn the_extra_part_holds_its_share_of_keys() {
         let (shape, _) = Shape::read(&filter).unwrap();
         let selected = present
             .iter()
-            .filter(|&&h| shape.key::<u128>(h).selected)
+            .filter(|&&h| shape.main_equation::<u128>(h).selected)
             .count() as f64;
         let share = shape.extra_slots as f64 * SHARES[shape.share as usize] as f64
             / (16.0 * shape.slots as f64);
@@ -173,12 +180,7 @@ fn large_filters_build_with_their_modelled_rate() {
             expected <= modelled * 1.25,
             "{keys}: {expected} vs {modelled}"
         );
-        let probes = hashes(1 << 41 | keys as u64, 2_000_000);
-        let hits = probes
-            .iter()
-            .filter(|&&h| may_match(h, &filter, OneAtATime))
-            .count() as f64;
-        let want = probes.len() as f64 * expected;
+        let (hits, want) = hits_and_expected(&filter, 1 << 41 | keys as u64, 2_000_000);
         assert!(
             (hits - want).abs() < 6.0 * want.sqrt(),
             "{keys}: {hits} vs {want}"
