@@ -5,10 +5,13 @@
 //! LevelDB reads the same records after it as before. Built without the `upgrade` feature
 //! (as the Python package's command is), nothing here links LevelDB.
 
-pub mod commands;
+mod analysis;
+pub mod failure;
 pub mod files;
+pub mod format_arg;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+pub mod inspect;
 #[cfg(feature = "upgrade")]
 pub mod leveldb;
 pub mod lock;
@@ -18,7 +21,9 @@ pub mod orphans;
 pub mod report;
 pub mod run;
 pub mod table;
+mod target;
 #[cfg(feature = "upgrade")]
 pub mod upgrade;
+pub mod verify;
 pub mod wal;
 pub mod way_back;

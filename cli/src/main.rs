@@ -8,12 +8,16 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use leveldb_bloom::Format;
+use leveldb_bloom_cli::failure::{ERROR, Failure};
+use leveldb_bloom_cli::format_arg::format_parser;
+use leveldb_bloom_cli::inspect::inspect;
 #[cfg(feature = "upgrade")]
 use leveldb_bloom_cli::leveldb::new_policy;
 use leveldb_bloom_cli::report::Keys;
+use leveldb_bloom_cli::run;
 #[cfg(feature = "upgrade")]
 use leveldb_bloom_cli::upgrade;
-use leveldb_bloom_cli::{commands, run};
+use leveldb_bloom_cli::verify::verify;
 
 #[derive(Parser)]
 #[command(
@@ -85,7 +89,7 @@ enum Command {
     Upgrade {
         /// A database directory.
         path: PathBuf,
-        #[arg(long, value_parser = commands::format_parser(), required_unless_present = "undo")]
+        #[arg(long, value_parser = format_parser(), required_unless_present = "undo")]
         format: Option<Format>,
         /// Bits per key of the new filters (whole numbers for Bloom; default 10).
         #[arg(long, default_value_t = 10.0)]
@@ -128,9 +132,9 @@ fn main() -> ExitCode {
             let status = if e.print().is_ok() && std::io::stdout().flush().is_ok() {
                 e.exit_code()
             } else {
-                i32::from(commands::ERROR)
+                i32::from(ERROR)
             };
-            return ExitCode::from(u8::try_from(status).unwrap_or(commands::ERROR));
+            return ExitCode::from(u8::try_from(status).unwrap_or(ERROR));
         }
     };
     let result = match cli.command {
@@ -138,11 +142,11 @@ fn main() -> ExitCode {
             path,
             json,
             keys: k,
-        } => commands::inspect(&path, json, keys(k)),
-        Command::Verify { path, keys: k } => commands::verify(&path, keys(k)),
+        } => inspect(&path, json, keys(k)),
+        Command::Verify { path, keys: k } => verify(&path, keys(k)),
         Command::Run(request) => run::run(request),
         #[cfg(not(feature = "upgrade"))]
-        Command::Upgrade { .. } => Err(commands::Failure::error(
+        Command::Upgrade { .. } => Err(Failure::error(
             "upgrade: this build of the command has no LevelDB (the Python package's has \
              none), and upgrade has LevelDB itself write every table: use the command built \
              with LevelDB (`cargo install --path cli` in the source, with libleveldb-dev)",
@@ -158,7 +162,7 @@ fn main() -> ExitCode {
             bits_per_key,
             undo: false,
         } => new_policy(format.expect("required without --undo"), bits_per_key)
-            .map_err(commands::Failure::error)
+            .map_err(Failure::error)
             .and_then(|policy| upgrade::upgrade(&path, policy)),
     };
     match result {

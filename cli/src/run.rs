@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 
 use serde::Serialize;
 
-use crate::commands::{ERROR, Failure};
+use crate::failure::{ERROR, Failure};
 use crate::files::shown;
 use leveldb_bloom::Format;
 use leveldb_bloom_dropin_statistics::Statistics;
@@ -36,7 +36,7 @@ const DROPIN: &str = "libleveldb_bloom_dropin.so";
 pub struct Run {
     /// The format of the filters the drop-in builds (default: LEVELDB_BLOOM_FORMAT, else
     /// bloom).
-    #[arg(long, value_parser = crate::commands::format_parser())]
+    #[arg(long, value_parser = crate::format_arg::format_parser())]
     pub format: Option<Format>,
     /// Bits per key of the filters (default: what the program asks for).
     #[arg(long)]

@@ -4,12 +4,14 @@
 
 use std::path::Path;
 
-use crate::commands::{Analysis, Failure, OK, PROBLEM, analyze_all, emit, lock, lock_failure};
+use crate::analysis::{Analysis, analyze_all};
+use crate::failure::{Failure, OK, PROBLEM, emit};
 use crate::files::shown;
 use crate::leveldb::{Db, builds};
 use crate::lock::DatabaseLock;
 use crate::manifest;
 use crate::report::{self, TableReport};
+use crate::target::{lock, lock_failure};
 use crate::way_back::{self, Fingerprint, Found, WayBack};
 use leveldb_bloom::AnyPolicy;
 

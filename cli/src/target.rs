@@ -1,0 +1,118 @@
+//! What a command's PATH names: a database directory (its current version's tables and
+//! logs, read under LevelDB's lock) or one table file.
+
+use std::path::{Path, PathBuf};
+
+use crate::failure::Failure;
+use crate::files::shown;
+use crate::lock::{DatabaseLock, LockError};
+use crate::manifest;
+use crate::report::Keys;
+
+/// The tables a PATH names, each with what the MANIFEST says of it (for a database).
+pub(crate) struct Target {
+    pub(crate) tables: Vec<(PathBuf, Option<manifest::LiveTable>)>,
+    pub(crate) not_live: Vec<PathBuf>,
+    /// The write-ahead logs recovery replays (a database's).
+    pub(crate) logs: Vec<PathBuf>,
+    /// The current version (a database's), its tables taken into `tables`.
+    pub(crate) version: Option<manifest::Version>,
+    /// `None`: as each table's keys show ([`crate::report::keys_of`]).
+    pub(crate) keys: Option<Keys>,
+}
+
+impl Target {
+    /// The tables of `path`: the current version's (a database directory when `database`),
+    /// or the one table file.
+    pub(crate) fn of(path: &Path, database: bool, keys: Option<Keys>) -> Result<Target, Failure> {
+        if !database {
+            return Ok(Target {
+                tables: vec![(path.to_path_buf(), None)],
+                not_live: Vec::new(),
+                logs: Vec::new(),
+                version: None,
+                keys,
+            });
+        }
+        if keys == Some(Keys::User) {
+            return Err(Failure::error(format!(
+                "{}: a database's tables hold internal keys; --keys user is for a table file \
+                 written with LevelDB's TableBuilder",
+                shown(path)
+            )));
+        }
+        let version = manifest::current_version(path).map_err(|e| {
+            if e.damaged {
+                Failure::damaged(e.message)
+            } else {
+                Failure::error(e.message)
+            }
+        })?;
+        Ok(Target {
+            tables: version
+                .live
+                .iter()
+                .map(|t| (t.path.clone(), Some(t.clone())))
+                .collect(),
+            not_live: version.not_live.clone(),
+            logs: version.logs.clone(),
+            version: Some(version),
+            keys: Some(Keys::Internal),
+        })
+    }
+}
+
+/// Whether `path` is a database directory (`Err` when it is a directory that is not one).
+pub(crate) fn is_database_dir(path: &Path) -> Result<bool, Failure> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| Failure::error(format!("{}: {e}", shown(path))))?;
+    if meta.is_dir() && !manifest::is_database(path) {
+        return Err(Failure::error(format!(
+            "{}: not a LevelDB database (no CURRENT file)",
+            shown(path)
+        )));
+    }
+    Ok(meta.is_dir())
+}
+
+/// LevelDB's lock on the database in `dir`, taken before anything of it is read: a read
+/// lock for the commands that only read, the write lock for `upgrade`.
+pub(crate) fn lock(dir: &Path, write: bool) -> Result<DatabaseLock, Failure> {
+    let taken = if write {
+        DatabaseLock::write(dir)
+    } else {
+        DatabaseLock::read(dir)
+    };
+    taken.map_err(|e| lock_failure(dir, write, e))
+}
+
+/// What to say of a lock on the database in `dir` that could not be taken.
+pub(crate) fn lock_failure(dir: &Path, write: bool, e: LockError) -> Failure {
+    match e {
+        LockError::InUse => Failure::error(format!(
+            "{}: in use: another process has the database open; close it and run again",
+            shown(dir)
+        )),
+        LockError::Io(e) if write && e.raw_os_error() == Some(libc::EROFS) => {
+            Failure::error(format!(
+                "{}: on a read-only file system; nothing rewritten",
+                shown(dir)
+            ))
+        }
+        LockError::Io(e) if write => Failure::error(format!(
+            "{}: cannot take LevelDB's lock to rewrite it ({}: {e}); nothing rewritten",
+            shown(dir),
+            shown(&dir.join("LOCK"))
+        )),
+        LockError::Io(e) => Failure::error(format!(
+            "{}: cannot take LevelDB's lock ({}: {e}){}",
+            shown(dir),
+            shown(&dir.join("LOCK")),
+            if e.raw_os_error() == Some(libc::EISDIR) {
+                "; no LevelDB can open the database while it is so"
+            } else {
+                ""
+            }
+        )),
+    }
+}
