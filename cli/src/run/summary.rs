@@ -1,0 +1,120 @@
+//! What the drop-in did in every process of the program: the statistics file each process
+//! wrote (read through the drop-in's own schema, [`Statistics`]), in a private folder,
+//! summed into one [`Summary`].
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde::Serialize;
+
+use leveldb_bloom_dropin_statistics::Statistics;
+
+/// What the drop-in did in every process of the program, summed.
+#[derive(Debug, Default, Serialize)]
+pub struct Summary {
+    /// The program's exit status (128 + n for signal n).
+    pub status: u8,
+    /// Why a preload cannot reach the program, if it cannot.
+    pub unreachable: Option<String>,
+    /// Processes whose drop-in wrote its statistics (at exit: a process that ends with
+    /// `_exit` or a signal writes none).
+    pub processes: u64,
+    /// The format its policies built, as the processes said.
+    pub format: Option<String>,
+    /// The bits per key the drop-in was told (`--bits-per-key`); null where the program's
+    /// own were used (or no process reported).
+    pub bits_per_key: Option<f64>,
+    /// `NewBloomFilterPolicy` calls answered: with the drop-in's policy, with the LevelDB's
+    /// own (declined), with none (refused).
+    pub policies_served: u64,
+    pub policies_declined: u64,
+    pub policies_refused: u64,
+    /// The LevelDBs served, each with whose code writes its filters.
+    pub served: Vec<String>,
+    /// The LevelDBs declined, each with why.
+    pub declined: Vec<String>,
+    /// Why policies were refused.
+    pub refused: Vec<String>,
+    pub filters_built: u64,
+    pub keys_added: u64,
+    pub queries: u64,
+    pub no_match: u64,
+    /// For compact filters at a known bits per key: table reads saved against Bloom
+    /// filters of the same size (absent keys Bloom's expected rate would let through,
+    /// less those compact filters let through).
+    pub table_reads_saved: Option<u64>,
+}
+
+impl Summary {
+    /// Adds one process's statistics. A forked child's LevelDBs are its parent's, said with
+    /// the parent's where the parent reported (`parent_reported`): the child reports only
+    /// its own work.
+    fn add(&mut self, file: Statistics, parent_reported: bool) {
+        self.processes += 1;
+        if !parent_reported {
+            for (ours, theirs) in [
+                (&mut self.served, file.served),
+                (&mut self.declined, file.declined),
+                (&mut self.refused, file.refused),
+            ] {
+                for line in theirs {
+                    if !ours.contains(&line) {
+                        ours.push(line);
+                    }
+                }
+            }
+        }
+        self.policies_served += file.policies_served;
+        self.policies_declined += file.policies_declined;
+        self.policies_refused += file.policies_refused;
+        self.filters_built += file.filters_built;
+        self.keys_added += file.keys_added;
+        self.queries += file.queries;
+        self.no_match += file.no_match;
+        let used = file.dropin_policies > 0 || file.filters_built > 0;
+        if used || self.format.is_none() {
+            self.format = (!file.formats.is_empty()).then(|| {
+                let names: Vec<&str> = file.formats.iter().map(|f| f.name()).collect();
+                names.join(",")
+            });
+            self.bits_per_key = file.bits_per_key;
+        }
+    }
+}
+
+/// The statistics files in `folder`, summed into `summary`.
+pub(super) fn summarize(folder: &Path, summary: &mut Summary) {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    let texts: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .collect();
+    let files: Vec<Statistics> = texts.iter().map(|t| Statistics::parse(t)).collect();
+    let pids: BTreeSet<u64> = files.iter().map(|f| f.pid).collect();
+    for file in files {
+        let parent_reported = file
+            .forked_from
+            .is_some_and(|parent| pids.contains(&parent));
+        summary.add(file, parent_reported);
+    }
+    summary.table_reads_saved = super::savings::table_reads_saved(summary);
+}
+
+/// A private folder for the processes' statistics files: under TMPDIR, else /tmp, else
+/// /dev/shm.
+pub(super) fn statistics_folder() -> Option<tempfile::TempDir> {
+    let new = |dir: Option<&Path>| {
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("leveldb-bloom-run-");
+        match dir {
+            Some(dir) => builder.tempdir_in(dir),
+            None => builder.tempdir(),
+        }
+    };
+    new(None)
+        .or_else(|_| new(Some(Path::new("/tmp"))))
+        .or_else(|_| new(Some(Path::new("/dev/shm"))))
+        .ok()
+}
