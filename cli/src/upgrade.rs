@@ -24,12 +24,40 @@ use leveldb_bloom::AnyPolicy;
 /// command takes it back), whose writes are never undone. Succeeds only when, besides, every
 /// table of the current version carries the new filters and LevelDB reported no error.
 pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
+    must_be_database(path)?;
+    let (held, analysis, way_back) = lock_and_prepare(path, policy)?;
+    let before = analysis.tables.as_slice();
+    let snappy = before.iter().any(|t| t.compressed_blocks > 0);
+    let (as_left, read_before) = rewrite(path, &held, &way_back, policy, snappy, before)?;
+    prove_on_disk(
+        path,
+        &held,
+        &way_back,
+        &as_left,
+        policy,
+        snappy,
+        &read_before,
+    )?;
+    discard_way_back(path, &way_back)?;
+    after_upgrade(path, policy)
+}
+
+/// Refuses a `path` that is not a database directory.
+fn must_be_database(path: &Path) -> Result<(), Failure> {
     if !path.is_dir() || !manifest::is_database(path) {
         return Err(Failure::error(format!(
             "{}: not a LevelDB database directory (no CURRENT file)",
             shown(path)
         )));
     }
+    Ok(())
+}
+
+/// The write lock, then the database read in full and its way back made ([`prepare`]).
+fn lock_and_prepare(
+    path: &Path,
+    policy: AnyPolicy,
+) -> Result<(DatabaseLock, Analysis, WayBack), Failure> {
     // The write lock first: a database in use, or one that cannot be written, is said at
     // once, before any table is read. A LOCK file the command creates for a database it
     // then refuses is removed again: a refusal changes no file.
@@ -40,8 +68,21 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
         let _ = std::fs::remove_file(path.join("LOCK"));
     }
     let (analysis, way_back) = prepared?;
-    let before = analysis.tables.as_slice();
-    let snappy = before.iter().any(|t| t.compressed_blocks > 0);
+    Ok((held, analysis, way_back))
+}
+
+/// LevelDB opens the database with the new policy, reads every record (what it read is
+/// recorded in the way back), rewrites every table and closes it. The files as LevelDB left
+/// them, and what it read before the rewrite; on a failure the database is put back, or
+/// its way back kept where what LevelDB wrote is not known to be on disk.
+fn rewrite(
+    path: &Path,
+    held: &DatabaseLock,
+    way_back: &WayBack,
+    policy: AnyPolicy,
+    snappy: bool,
+    before: &[TableReport],
+) -> Result<(Fingerprint, way_back::Digest), Failure> {
     // What the directory holds before LevelDB opens it: a failed open changes nothing
     // else (LevelDB's info log aside).
     let unopened = Fingerprint::of(path).map_err(|e| cannot_fingerprint(path, &e))?;
@@ -54,7 +95,7 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
                 Failure::error(open_failure(path, &e))
             };
             // LevelDB's failed open released the process's lock.
-            return Err(put_back(path, &held, &way_back, &unopened, failure));
+            return Err(put_back(path, held, way_back, &unopened, failure));
         }
     };
     let checked = (|| {
@@ -78,23 +119,18 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
     let as_left = as_left?;
     let (read_before, leveldb_error) = match checked {
         Ok(done) => done,
-        Err(failure) => return Err(put_back(path, &held, &way_back, &as_left, failure)),
+        Err(failure) => return Err(put_back(path, held, way_back, &as_left, failure)),
     };
     if let Some(e) = leveldb_error {
         // What LevelDB wrote after an I/O error is not known to be on disk, whatever reads
         // back now: the way back stays until an upgrade proves the database from the disk.
-        return Err(unfinished(path, &way_back, &e));
+        return Err(unfinished(path, way_back, &e));
     }
-    prove_on_disk(
-        path,
-        &held,
-        &way_back,
-        &as_left,
-        policy,
-        snappy,
-        &read_before,
-    )?;
-    // Proven: the way back goes.
+    Ok((as_left, read_before))
+}
+
+/// Removes the way back of a proven upgrade.
+fn discard_way_back(path: &Path, way_back: &WayBack) -> Result<(), Failure> {
     way_back.discard().map_err(|e| {
         // Named where it is now: the removal renames the folder before removing it.
         let left = [way_back.folder().to_path_buf(), WayBack::discarded(path)]
@@ -114,7 +150,12 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
                 shown(path)
             ),
         })
-    })?;
+    })
+}
+
+/// The totals after a proven upgrade, and the tables that do not carry the new filters
+/// (a problem: the upgrade did not finish).
+fn after_upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
     let after = analyze_all(path, true, None)?.tables;
     emit(&report::summary("after", &report::total(&after)))?;
     let stale: Vec<&str> = after
@@ -148,13 +189,25 @@ fn prove_on_disk(
     read_before: &way_back::Digest,
 ) -> Result<(), Failure> {
     let keep = |why: String| kept_back(path, way_back, &why);
-    held.retake().map_err(|e| {
-        keep(format!(
-            "{}: the upgrade is not proven: {}",
-            shown(path),
-            lock_failure(path, true, e).message
-        ))
-    })?;
+    // `done`: how far the upgrade got, said before why it stops there.
+    let retake = |done: &str| {
+        held.retake().map_err(|e| {
+            keep(format!(
+                "{}: {done}{}",
+                shown(path),
+                lock_failure(path, true, e).message
+            ))
+        })
+    };
+    let sync = |done: &str| {
+        way_back::sync_dir(path).map_err(|e| {
+            keep(format!(
+                "{}: {done}, but LevelDB's files cannot be made durable ({e})",
+                shown(path)
+            ))
+        })
+    };
+    retake("the upgrade is not proven: ")?;
     let unchanged = Fingerprint::of(path).map_err(|e| cannot_fingerprint(path, &e))?;
     if unchanged != *as_left {
         return Err(keep(format!(
@@ -163,12 +216,7 @@ fn prove_on_disk(
             way_back::PutBackError::Changed
         )));
     }
-    way_back::sync_dir(path).map_err(|e| {
-        keep(format!(
-            "{}: rewritten, but LevelDB's files cannot be made durable ({e})",
-            shown(path)
-        ))
-    })?;
+    sync("rewritten")?;
     let db = Db::open(path, Some(policy), snappy, false).map_err(|e| {
         let failure = Failure::damaged(format!(
             "{}: LevelDB cannot open the rewritten database ({e}): the upgrade is not proven",
@@ -192,20 +240,9 @@ fn prove_on_disk(
         ));
         return Err(put_back(path, held, way_back, &reopened, failure));
     }
-    held.retake().map_err(|e| {
-        keep(format!(
-            "{}: rewritten and proven, {}",
-            shown(path),
-            lock_failure(path, true, e).message
-        ))
-    })?;
+    retake("rewritten and proven, ")?;
     // LevelDB's open renamed a new CURRENT into place: durable before the way back goes.
-    way_back::sync_dir(path).map_err(|e| {
-        keep(format!(
-            "{}: rewritten and proven, but LevelDB's files cannot be made durable ({e})",
-            shown(path)
-        ))
-    })
+    sync("rewritten and proven")
 }
 
 /// What to say when LevelDB reported `error` during the rewrite: the way back is kept, and
@@ -431,12 +468,7 @@ fn settle(
 /// `upgrade --undo PATH`: puts back the files an interrupted upgrade kept, whatever was
 /// written since (the operator's call).
 pub fn undo(path: &Path) -> Result<u8, Failure> {
-    if !path.is_dir() || !manifest::is_database(path) {
-        return Err(Failure::error(format!(
-            "{}: not a LevelDB database directory (no CURRENT file)",
-            shown(path)
-        )));
-    }
+    must_be_database(path)?;
     let _held = lock(path, true)?;
     let left = match WayBack::found(path) {
         Found::WayBack(left) => left,
