@@ -84,76 +84,98 @@ impl LogReader {
             let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
             let kind = header[6];
             if HEADER_LEN + len > available {
-                if !last {
-                    return Err((at + pos, "bad record length".into()));
-                }
-                // The writer died in the record (a torn write: the log ends here), unless the
-                // bytes that follow hold the record whole: then its length field is damaged,
-                // and LevelDB's recovery drops the record as torn, silently.
-                if holds_record(header, &block[pos + HEADER_LEN..]) {
-                    return Err((
-                        at + pos,
-                        "a record's length field is damaged (the bytes after it hold the \
-                         record whole): LevelDB drops it, and all after it, as a torn write"
-                            .into(),
-                    ));
-                }
-                return Ok(());
+                return cut_short(at + pos, header, &block[pos + HEADER_LEN..], last);
             }
             if kind == ZERO && len == 0 {
-                // Zeroed (preallocated) space: the rest of the block is skipped, which inside
-                // a fragmented record loses its middle. LevelDB says nothing of the records
-                // the skipped bytes may hold (`ReadPhysicalRecord`), even with paranoid
-                // checks; the reader finds them to say so.
-                if self.fragment.is_some() {
-                    return Err((at + pos, "error in middle of record".into()));
-                }
-                let nonzero = block[pos..].iter().filter(|&&b| b != 0).count();
-                if nonzero > 0 {
-                    let records = intact_records(block, pos + HEADER_LEN)
-                        .into_iter()
-                        .map(|(offset, record)| (at + offset, record))
-                        .collect();
-                    self.skipped.push(Skipped {
-                        offset: at + pos,
-                        nonzero,
-                        records,
-                    });
-                }
-                return Ok(());
+                return self.zeroed(at, pos, block);
             }
             let payload = &block[pos + HEADER_LEN..pos + HEADER_LEN + len];
             let stored = unmask_crc(u32::from_le_bytes(header[..4].try_into().expect("4")));
             if stored != crc32c::crc32c_append(crc32c::crc32c(&[kind]), payload) {
                 return Err((at + pos, "checksum mismatch".into()));
             }
-            let partial = |f: &Option<LogRecord>| f.as_ref().is_some_and(|(_, r)| !r.is_empty());
-            match kind {
-                FULL | FIRST if partial(&self.fragment) => {
-                    return Err((at + pos, "partial record without end".into()));
-                }
-                FULL => {
-                    self.fragment = None;
-                    record((at + pos, payload.to_vec()));
-                }
-                FIRST => self.fragment = Some((at + pos, payload.to_vec())),
-                MIDDLE | LAST => {
-                    let Some((start, mut joined)) = self.fragment.take() else {
-                        return Err((at + pos, "missing start of fragmented record".into()));
-                    };
-                    joined.extend_from_slice(payload);
-                    if kind == LAST {
-                        record((start, joined));
-                    } else {
-                        self.fragment = Some((start, joined));
-                    }
-                }
-                _ => return Err((at + pos, format!("unknown record type {kind}"))),
-            }
+            self.assemble(kind, at + pos, payload, &mut record)?;
             pos += HEADER_LEN + len;
         }
         Ok(())
     }
+
+    /// Zeroed (preallocated) space at block offset `pos`: the rest of the block is skipped,
+    /// which inside a fragmented record loses its middle. LevelDB says nothing of the
+    /// records the skipped bytes may hold (`ReadPhysicalRecord`), even with paranoid checks;
+    /// the reader finds them to say so.
+    fn zeroed(&mut self, at: usize, pos: usize, block: &[u8]) -> Result<(), (usize, String)> {
+        if self.fragment.is_some() {
+            return Err((at + pos, "error in middle of record".into()));
+        }
+        let nonzero = block[pos..].iter().filter(|&&b| b != 0).count();
+        if nonzero > 0 {
+            let records = intact_records(block, pos + HEADER_LEN)
+                .into_iter()
+                .map(|(offset, record)| (at + offset, record))
+                .collect();
+            self.skipped.push(Skipped {
+                offset: at + pos,
+                nonzero,
+                records,
+            });
+        }
+        Ok(())
+    }
+
+    /// One physical record of type `kind` at file offset `at`: a whole record for `record`,
+    /// or a fragment of one, joined with the others.
+    fn assemble(
+        &mut self,
+        kind: u8,
+        at: usize,
+        payload: &[u8],
+        record: &mut impl FnMut(LogRecord),
+    ) -> Result<(), (usize, String)> {
+        let partial = |f: &Option<LogRecord>| f.as_ref().is_some_and(|(_, r)| !r.is_empty());
+        match kind {
+            FULL | FIRST if partial(&self.fragment) => {
+                return Err((at, "partial record without end".into()));
+            }
+            FULL => {
+                self.fragment = None;
+                record((at, payload.to_vec()));
+            }
+            FIRST => self.fragment = Some((at, payload.to_vec())),
+            MIDDLE | LAST => {
+                let Some((start, mut joined)) = self.fragment.take() else {
+                    return Err((at, "missing start of fragmented record".into()));
+                };
+                joined.extend_from_slice(payload);
+                if kind == LAST {
+                    record((start, joined));
+                } else {
+                    self.fragment = Some((start, joined));
+                }
+            }
+            _ => return Err((at, format!("unknown record type {kind}"))),
+        }
+        Ok(())
+    }
+}
+
+/// A record whose length runs past the block, at file offset `at`: in the file's last
+/// block the writer died in the record (a torn write: the log ends here), unless the bytes
+/// that follow (`rest`) hold the record whole: then its length field is damaged, and
+/// LevelDB's recovery drops the record as torn, silently.
+fn cut_short(at: usize, header: &[u8], rest: &[u8], last: bool) -> Result<(), (usize, String)> {
+    if !last {
+        return Err((at, "bad record length".into()));
+    }
+    if holds_record(header, rest) {
+        return Err((
+            at,
+            "a record's length field is damaged (the bytes after it hold the record whole): \
+             LevelDB drops it, and all after it, as a torn write"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Whether some start of `rest` is the payload `header`'s checksum was computed over (with

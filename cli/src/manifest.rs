@@ -360,15 +360,7 @@ fn replay(data: &[u8]) -> Result<Replayed, Error> {
         let edit =
             decode(record).map_err(|field| damaged(format!("version edit {i}: bad {field}")))?;
         if let Some(name) = edit.comparator.filter(|name| name != BYTEWISE) {
-            return Err(Error {
-                message: format!(
-                    "the database orders its keys with the comparator {:?}; this tool reads \
-                     only {} databases",
-                    String::from_utf8_lossy(&name),
-                    String::from_utf8_lossy(BYTEWISE)
-                ),
-                damaged: false,
-            });
+            return Err(foreign_comparator(&name));
         }
         log_number = edit.log_number.or(log_number);
         prev_log_number = edit.prev_log_number.or(prev_log_number);
@@ -402,6 +394,34 @@ fn replay(data: &[u8]) -> Result<Replayed, Error> {
             )));
         }
     }
+    Ok(Replayed {
+        live: live_files(added, &deleted)?,
+        log_number: log_number.unwrap_or_default(),
+        prev_log_number: prev_log_number.unwrap_or_default(),
+        last_sequence: last_sequence.unwrap_or_default(),
+        next_file: next_file.unwrap_or_default(),
+    })
+}
+
+/// A database whose keys another comparator orders than the one this tool reads.
+fn foreign_comparator(name: &[u8]) -> Error {
+    Error {
+        message: format!(
+            "the database orders its keys with the comparator {:?}; this tool reads only {} \
+             databases",
+            String::from_utf8_lossy(name),
+            String::from_utf8_lossy(BYTEWISE)
+        ),
+        damaged: false,
+    }
+}
+
+/// The live tables, level by level in LevelDB's order: those `added` that were not
+/// `deleted` after.
+fn live_files(
+    added: BTreeMap<u32, Vec<NewFile>>,
+    deleted: &BTreeSet<(u32, u64)>,
+) -> Result<Vec<NewFile>, Error> {
     let mut live = Vec::new();
     for (level, mut files) in added {
         files.sort_by(internal_order);
@@ -421,13 +441,7 @@ fn replay(data: &[u8]) -> Result<Replayed, Error> {
         }
         live.extend(files);
     }
-    Ok(Replayed {
-        live,
-        log_number: log_number.unwrap_or_default(),
-        prev_log_number: prev_log_number.unwrap_or_default(),
-        last_sequence: last_sequence.unwrap_or_default(),
-        next_file: next_file.unwrap_or_default(),
-    })
+    Ok(live)
 }
 
 /// The current version of the database in `dir`, as LevelDB's recovery finds it.

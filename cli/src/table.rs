@@ -301,33 +301,8 @@ pub fn for_each_entry(
     mut f: impl FnMut(&[u8], &[u8]),
 ) -> Result<(), Error> {
     let bad = |what: &str| Error::at(at, format!("block: {what}"));
-    let Some(restarts_at) = contents.len().checked_sub(4) else {
-        return Err(bad("shorter than its restart count"));
-    };
-    let restarts = u32::from_le_bytes(contents[restarts_at..].try_into().expect("4 bytes"));
-    let entries_end = (restarts as usize)
-        .checked_mul(4)
-        .and_then(|bytes| restarts_at.checked_sub(bytes))
-        .ok_or_else(|| bad(&format!("{restarts} restarts do not fit")))?;
-    let restart = |i: usize| {
-        let word = &contents[entries_end + 4 * i..entries_end + 4 * i + 4];
-        u32::from_le_bytes(word.try_into().expect("4 bytes")) as usize
-    };
-    // LevelDB reads a block without restart points as empty, and starts reading at the
-    // first restart point: anything else hides entries from it.
-    if entries_end > 0 {
-        if restarts == 0 {
-            return Err(bad(
-                "entries but no restart points (LevelDB reads it as empty)",
-            ));
-        }
-        if restart(0) != 0 {
-            return Err(bad(&format!(
-                "first restart point at {}, not 0",
-                restart(0)
-            )));
-        }
-    }
+    let restarts = Restarts::of(contents, &bad)?;
+    let (entries_end, restart) = (restarts.entries_end, |i| restarts.at(i));
     let key_bytes_limit =
         key_bytes_limit.min(contents.len().saturating_mul(MAX_KEY_BYTES_PER_BLOCK_BYTE));
     let (mut key_bytes, mut next_restart) = (0usize, 0usize);
@@ -345,7 +320,7 @@ pub fn for_each_entry(
         };
         let (shared, unshared, value_len) =
             (shared as usize, unshared as usize, value_len as usize);
-        if next_restart < restarts as usize && restart(next_restart) <= entry_start {
+        if next_restart < restarts.count && restart(next_restart) <= entry_start {
             if restart(next_restart) != entry_start || shared != 0 {
                 return Err(bad(&format!(
                     "restart point {next_restart} at block byte {} is not an entry that \
@@ -382,13 +357,63 @@ pub fn for_each_entry(
         f(&key, &rest[unshared..unshared + value_len]);
         pos += unshared + value_len;
     }
-    if entries_end > 0 && next_restart < restarts as usize {
+    if entries_end > 0 && next_restart < restarts.count {
         return Err(bad(&format!(
             "restart point {next_restart} at block byte {} is past the last entry",
             restart(next_restart)
         )));
     }
     Ok(())
+}
+
+/// A block's restart array (its last `4 * count + 4` bytes): where its entries end, and
+/// the offset of each entry that starts a key whole.
+struct Restarts<'a> {
+    contents: &'a [u8],
+    entries_end: usize,
+    count: usize,
+}
+
+impl<'a> Restarts<'a> {
+    /// The restart array of a block's `contents`, where LevelDB can read from it (`bad`
+    /// says why not).
+    fn of(contents: &'a [u8], bad: &dyn Fn(&str) -> Error) -> Result<Restarts<'a>, Error> {
+        let Some(restarts_at) = contents.len().checked_sub(4) else {
+            return Err(bad("shorter than its restart count"));
+        };
+        let count = u32::from_le_bytes(contents[restarts_at..].try_into().expect("4 bytes"));
+        let entries_end = (count as usize)
+            .checked_mul(4)
+            .and_then(|bytes| restarts_at.checked_sub(bytes))
+            .ok_or_else(|| bad(&format!("{count} restarts do not fit")))?;
+        let restarts = Restarts {
+            contents,
+            entries_end,
+            count: count as usize,
+        };
+        // LevelDB reads a block without restart points as empty, and starts reading at the
+        // first restart point: anything else hides entries from it.
+        if entries_end > 0 {
+            if count == 0 {
+                return Err(bad(
+                    "entries but no restart points (LevelDB reads it as empty)",
+                ));
+            }
+            if restarts.at(0) != 0 {
+                return Err(bad(&format!(
+                    "first restart point at {}, not 0",
+                    restarts.at(0)
+                )));
+            }
+        }
+        Ok(restarts)
+    }
+
+    /// The block offset of restart point `i`.
+    fn at(&self, i: usize) -> usize {
+        let word = &self.contents[self.entries_end + 4 * i..self.entries_end + 4 * i + 4];
+        u32::from_le_bytes(word.try_into().expect("4 bytes")) as usize
+    }
 }
 
 /// One data block, from the index.
@@ -454,34 +479,77 @@ impl std::fmt::Debug for dyn TableFile + '_ {
     }
 }
 
+/// The footer of the table in `file`: its metaindex's and its index's handles.
+fn footer(file: &dyn TableFile) -> Result<(BlockHandle, BlockHandle), Error> {
+    let Some(footer_at) = file.size().checked_sub(FOOTER_LEN as u64) else {
+        return Err(Error::at(
+            0,
+            format!(
+                "{} bytes: shorter than a table footer (truncated?)",
+                file.size()
+            ),
+        ));
+    };
+    let footer = file.read_at(footer_at, FOOTER_LEN)?;
+    let magic = u64::from_le_bytes(footer[40..].try_into().expect("8 bytes"));
+    if magic != MAGIC {
+        return Err(Error::at(
+            footer_at + 40,
+            format!("not a LevelDB table (magic {magic:#018x})"),
+        ));
+    }
+    let mut pos = 0;
+    let handles = &footer[..40];
+    let (Some(metaindex), Some(index_handle)) = (
+        BlockHandle::decode(handles, &mut pos),
+        BlockHandle::decode(handles, &mut pos),
+    ) else {
+        return Err(Error::at(footer_at, "bad block handles in the footer"));
+    };
+    Ok((metaindex, index_handle))
+}
+
+/// The entries of the index block (`index`, at `index_handle`): each data block's handle,
+/// and the separators, in one buffer.
+fn read_index(
+    index: &[u8],
+    index_handle: BlockHandle,
+) -> Result<(Vec<IndexEntry>, Vec<u8>), Error> {
+    let mut entries: Vec<IndexEntry> = Vec::new();
+    let mut separators: Vec<u8> = Vec::new();
+    let mut bad_entry = None;
+    // LevelDB writes index blocks with a restart point at every entry, so their keys
+    // rebuild to no more than the block's size.
+    for_each_entry(index, index_handle.offset, index.len(), |key, value| {
+        let mut p = 0;
+        let Some(handle) = BlockHandle::decode(value, &mut p) else {
+            bad_entry.get_or_insert("bad block handle in the index");
+            return;
+        };
+        // LevelDB writes the data blocks one after another, each once.
+        if entries.last().is_some_and(|last| {
+            let end = last.handle.offset.saturating_add(last.handle.size);
+            handle.offset < end.saturating_add(TRAILER_LEN as u64)
+        }) {
+            bad_entry.get_or_insert("index entries out of order or overlapping");
+        }
+        entries.push(IndexEntry {
+            handle,
+            separator_at: separators.len(),
+            separator_len: key.len(),
+        });
+        separators.extend_from_slice(key);
+    })?;
+    if let Some(what) = bad_entry {
+        return Err(Error::at(index_handle.offset, what));
+    }
+    Ok((entries, separators))
+}
+
 impl<'a> Table<'a> {
     /// Reads the footer, the metaindex and the index of the table in `file`.
     pub fn open(file: &'a dyn TableFile) -> Result<Table<'a>, Error> {
-        let Some(footer_at) = file.size().checked_sub(FOOTER_LEN as u64) else {
-            return Err(Error::at(
-                0,
-                format!(
-                    "{} bytes: shorter than a table footer (truncated?)",
-                    file.size()
-                ),
-            ));
-        };
-        let footer = file.read_at(footer_at, FOOTER_LEN)?;
-        let magic = u64::from_le_bytes(footer[40..].try_into().expect("8 bytes"));
-        if magic != MAGIC {
-            return Err(Error::at(
-                footer_at + 40,
-                format!("not a LevelDB table (magic {magic:#018x})"),
-            ));
-        }
-        let mut pos = 0;
-        let handles = &footer[..40];
-        let (Some(metaindex), Some(index_handle)) = (
-            BlockHandle::decode(handles, &mut pos),
-            BlockHandle::decode(handles, &mut pos),
-        ) else {
-            return Err(Error::at(footer_at, "bad block handles in the footer"));
-        };
+        let (metaindex, index_handle) = footer(file)?;
         let mut table = Table {
             file,
             separators: Vec::new(),
@@ -508,35 +576,7 @@ impl<'a> Table<'a> {
                 table.filter_unread = Some(e);
             }
         }
-        let index = index.contents()?;
-        let mut entries: Vec<IndexEntry> = Vec::new();
-        let mut separators: Vec<u8> = Vec::new();
-        let mut bad_entry = None;
-        // LevelDB writes index blocks with a restart point at every entry, so their keys
-        // rebuild to no more than the block's size.
-        for_each_entry(&index, index_handle.offset, index.len(), |key, value| {
-            let mut p = 0;
-            let Some(handle) = BlockHandle::decode(value, &mut p) else {
-                bad_entry.get_or_insert("bad block handle in the index");
-                return;
-            };
-            // LevelDB writes the data blocks one after another, each once.
-            if entries.last().is_some_and(|last| {
-                let end = last.handle.offset.saturating_add(last.handle.size);
-                handle.offset < end.saturating_add(TRAILER_LEN as u64)
-            }) {
-                bad_entry.get_or_insert("index entries out of order or overlapping");
-            }
-            entries.push(IndexEntry {
-                handle,
-                separator_at: separators.len(),
-                separator_len: key.len(),
-            });
-            separators.extend_from_slice(key);
-        })?;
-        if let Some(what) = bad_entry {
-            return Err(Error::at(index_handle.offset, what));
-        }
+        let (entries, separators) = read_index(&index.contents()?, index_handle)?;
         table.index = entries;
         table.separators = separators;
         Ok(table)
