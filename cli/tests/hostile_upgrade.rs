@@ -38,12 +38,7 @@ fn stock_reads_all(dir: &Path, expected: &Expected) -> Result<(), String> {
 /// An upgrade of `dir` killed right after LevelDB's rewrite (`faults/compaction_fault.c`):
 /// the way back is left, with its record of what LevelDB read before.
 fn kill_after_rewrite(dir: &Path) {
-    let mut cmd = command();
-    cmd.args(["upgrade", dir.to_str().unwrap(), "--format", "compact"])
-        .env("LD_PRELOAD", compaction_fault())
-        .env("LEVELDB_BLOOM_FAULT", "kill");
-    let out = run_within(cmd, LIMIT);
-    assert_eq!(out.status.code(), None, "killed: {}", text(&out));
+    kill_upgrade_after_rewrite(dir);
     assert!(
         dir.join(WAY_BACK).join("made").exists(),
         "a way back is left"
@@ -116,35 +111,40 @@ fn an_undo_whose_way_back_lost_a_file_never_destroys_the_database() {
 /// operation `at` (or at exit), directory entries durable in the order made ("ordered", as
 /// ext4's journal keeps them: what a kill or a power cut on such a file system leaves).
 fn cut(args: &[&str], dir: &Path, image: &Path, at: u64) -> Output {
-    let mut cmd = command();
-    cmd.args(
-        args.iter()
-            .map(|a| a.replace("{db}", dir.to_str().unwrap())),
-    )
-    .env("LD_PRELOAD", power_cut())
-    .env("POWER_CUT_DIR", dir)
-    .env("POWER_CUT_MODEL", "ordered")
-    .env("POWER_CUT_OUT", image)
-    .env("POWER_CUT_AT", at.to_string());
+    let mut cmd = under_power_cut(args, dir, Some("ordered"));
+    cmd.env("POWER_CUT_OUT", image)
+        .env("POWER_CUT_AT", at.to_string());
     run_within(cmd, LIMIT)
 }
 
-fn operations(args: &[&str], db: &Path, scratch: &Path) -> u64 {
-    let dir = scratch.join("count");
-    copy_tree(db, &dir);
-    let counted = scratch.join("count.txt");
+/// The command `args` (`{db}` in them is `dir`) under the power-cut shim, watching `dir`,
+/// with the shim's `model` where one is given.
+fn under_power_cut(args: &[&str], dir: &Path, model: Option<&str>) -> std::process::Command {
     let mut cmd = command();
     cmd.args(
         args.iter()
             .map(|a| a.replace("{db}", dir.to_str().unwrap())),
     )
     .env("LD_PRELOAD", power_cut())
-    .env("POWER_CUT_DIR", &dir)
-    .env("POWER_CUT_MODEL", "ordered")
-    .env("POWER_CUT_COUNT", &counted);
+    .env("POWER_CUT_DIR", dir);
+    if let Some(model) = model {
+        cmd.env("POWER_CUT_MODEL", model);
+    }
+    cmd
+}
+
+/// How many operations and syncs the command (`args`, `{db}` in them) makes on a copy of
+/// `db`, under the shim's `model` where one is given.
+fn counts(args: &[&str], db: &Path, scratch: &Path, model: Option<&str>) -> (u64, u64) {
+    let dir = scratch.join("count");
+    copy_tree(db, &dir);
+    let counted = scratch.join("count.txt");
+    let mut cmd = under_power_cut(args, &dir, model);
+    cmd.env("POWER_CUT_COUNT", &counted);
     run_within(cmd, LIMIT);
     let text = std::fs::read_to_string(&counted).expect("the shim counted");
-    text.split_whitespace().next().unwrap().parse().unwrap()
+    let mut numbers = text.split_whitespace().map(|n| n.parse::<u64>().unwrap());
+    (numbers.next().unwrap(), numbers.next().unwrap())
 }
 
 /// A put-back (`upgrade --undo` of an upgrade killed after its rewrite) cut anywhere, on a
@@ -165,7 +165,7 @@ fn a_put_back_cut_anywhere_on_a_database_with_its_records_in_the_log_is_not_call
     let args = ["upgrade", "--undo", "{db}"];
     let scratch = tmp.path().join("scratch");
     std::fs::create_dir(&scratch).unwrap();
-    let ops = operations(&args, &db, &scratch);
+    let (ops, _) = counts(&args, &db, &scratch, Some("ordered"));
     assert!(ops > 3, "{ops} operations: the shim saw too few");
     let mut failures = Vec::new();
     for at in 1..=ops + 1 {
@@ -204,41 +204,17 @@ fn a_failed_directory_sync_while_the_way_back_goes_names_a_folder_that_is_there(
     std::fs::create_dir(&scratch).unwrap();
     let args = ["upgrade", "{db}", "--format", "compact"];
     // How many syncs the upgrade makes.
-    let count_dir = scratch.join("count");
-    copy_tree(&db, &count_dir);
-    let counted = scratch.join("count.txt");
-    let mut cmd = command();
-    cmd.args(
-        args.iter()
-            .map(|a| a.replace("{db}", count_dir.to_str().unwrap())),
-    )
-    .env("LD_PRELOAD", power_cut())
-    .env("POWER_CUT_DIR", &count_dir)
-    .env("POWER_CUT_COUNT", &counted);
-    run_within(cmd, LIMIT);
-    let syncs: u64 = std::fs::read_to_string(&counted)
-        .unwrap()
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (_, syncs) = counts(&args, &db, &scratch, None);
     let mut failures = Vec::new();
     let mut said = 0;
     for fail in syncs.saturating_sub(3)..=syncs {
         let live = scratch.join(format!("{fail}-live"));
         let image = scratch.join(format!("{fail}-cut"));
         copy_tree(&db, &live);
-        let mut cmd = command();
-        cmd.args(
-            args.iter()
-                .map(|a| a.replace("{db}", live.to_str().unwrap())),
-        )
-        .env("LD_PRELOAD", power_cut())
-        .env("POWER_CUT_DIR", &live)
-        .env("POWER_CUT_OUT", &image)
-        .env("POWER_CUT_AT", "exit")
-        .env("POWER_CUT_FAIL_SYNC", fail.to_string());
+        let mut cmd = under_power_cut(&args, &live, None);
+        cmd.env("POWER_CUT_OUT", &image)
+            .env("POWER_CUT_AT", "exit")
+            .env("POWER_CUT_FAIL_SYNC", fail.to_string());
         let out = run_within(cmd, LIMIT);
         let message = stderr(&out);
         if let Some(named) = message

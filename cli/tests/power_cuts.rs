@@ -268,12 +268,7 @@ fn an_undo_cut_by_power_anywhere_settles_and_loses_nothing() {
     let (tmp, db, expected) = bloom_db(3000);
     let killed = tmp.path().join("killed");
     copy_tree(&db, &killed);
-    let mut cmd = command();
-    cmd.args(["upgrade", killed.to_str().unwrap(), "--format", "compact"])
-        .env("LD_PRELOAD", compaction_fault())
-        .env("LEVELDB_BLOOM_FAULT", "kill");
-    let out = run_within(cmd, LIMIT);
-    assert_eq!(out.status.code(), None, "killed: {}", text(&out));
+    kill_upgrade_after_rewrite(&killed);
     assert!(way_back(&killed).is_dir());
     let sweep = Sweep {
         args: ["upgrade", "--undo", "{db}"].map(String::from).to_vec(),

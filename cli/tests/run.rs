@@ -193,39 +193,28 @@ fn a_shell_script_starting_two_programs_is_followed() {
 fn programs_out_of_a_preloads_reach_are_said_and_run() {
     let tmp = tempfile::tempdir().unwrap();
     let prog = program("static");
-    let (out, json) = run_json(
+    let (out, json) = run_unreached(
         &[
-            "--",
             prog.to_str().unwrap(),
             tmp.path().join("db").to_str().unwrap(),
             "3",
         ],
         &tmp.path().join("s.json"),
-    );
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
-    assert!(
-        json["unreachable"]
-            .as_str()
-            .unwrap()
-            .contains("statically linked"),
-        "{json}"
+        3,
+        &["statically linked"],
     );
     assert_eq!(json["processes"], 0);
     assert!(stderr(&out).contains("not reached"), "{}", text(&out));
 
     // A musl program: its loader would not start it with a glibc library preloaded, so it
     // runs without, and the summary says why.
-    let (out, json) = run_json(
-        &["--", program("musl").to_str().unwrap(), "5"],
+    let (out, _) = run_unreached(
+        &[program("musl").to_str().unwrap(), "5"],
         &tmp.path().join("musl.json"),
+        5,
+        &["ld-musl", "not glibc's"],
     );
-    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
     assert_eq!(stdout(&out), "musl program ran\n");
-    let why = json["unreachable"].as_str().unwrap();
-    assert!(
-        why.contains("ld-musl") && why.contains("not glibc's"),
-        "{json}"
-    );
     assert!(
         stderr(&out).contains("it ran without the drop-in"),
         "{}",
@@ -259,22 +248,30 @@ fn programs_out_of_a_preloads_reach_are_said_and_run() {
         std::os::unix::fs::PermissionsExt::from_mode(0o4755),
     )
     .unwrap();
-    let (out, json) = run_json(
+    run_unreached(
         &[
-            "--",
             setuid.to_str().unwrap(),
             writable.join("db2").to_str().unwrap(),
         ],
         &tmp.path().join("s2.json"),
+        0,
+        &["set-user-ID"],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert!(
-        json["unreachable"]
-            .as_str()
-            .unwrap()
-            .contains("set-user-ID"),
-        "{json}"
-    );
+}
+
+/// `run -- PROGRAM ARGS` of a program a preload cannot reach: it runs, exits `status`, and
+/// the summary's `unreachable` says why (each of `why` in it).
+fn run_unreached(
+    program: &[&str],
+    stats: &Path,
+    status: i32,
+    why: &[&str],
+) -> (std::process::Output, Value) {
+    let (out, json) = run_json(&[&["--"], program].concat(), stats);
+    assert_eq!(out.status.code(), Some(status), "{}", text(&out));
+    let said = json["unreachable"].as_str().unwrap();
+    assert!(why.iter().all(|w| said.contains(w)), "{json}");
+    (out, json)
 }
 
 /// `run -- sleep 30`, started: a program that runs until a signal ends it.

@@ -279,6 +279,17 @@ pub fn compaction_fault() -> PathBuf {
     shim("compaction_fault", &["-ldl", "-lleveldb"])
 }
 
+/// An upgrade of `dir` killed right after LevelDB's rewrite (`faults/compaction_fault.c`),
+/// which leaves its way back.
+pub fn kill_upgrade_after_rewrite(dir: &Path) {
+    let mut cmd = command();
+    cmd.args(["upgrade", dir.to_str().unwrap(), "--format", "compact"])
+        .env("LD_PRELOAD", compaction_fault())
+        .env("LEVELDB_BLOOM_FAULT", "kill");
+    let out = run_within(cmd, LIMIT);
+    assert_eq!(out.status.code(), None, "killed: {}", text(&out));
+}
+
 /// The power-cut shim (`faults/power_cut.c`).
 pub fn power_cut() -> PathBuf {
     shim("power_cut", &["-ldl", "-lpthread"])
