@@ -26,7 +26,7 @@ mod signals;
 mod spawn;
 mod summary;
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ExitStatus;
@@ -38,7 +38,7 @@ pub use summary::Summary;
 
 use crate::failure::{ERROR, Failure};
 use crate::files::shown;
-use said::{report, say};
+use said::say;
 use spawn::Launch;
 
 /// What `run` is asked.
@@ -78,7 +78,7 @@ pub fn run(request: Run) -> Result<u8, Failure> {
             status: 127,
             ..Summary::default()
         };
-        report(&request, &summary, &name.to_string_lossy());
+        report(&request, &summary, name);
         return Ok(summary.status);
     };
     // The statistics' folder; without one the program still runs, unsummed.
@@ -110,7 +110,7 @@ pub fn run(request: Run) -> Result<u8, Failure> {
                 std::io::ErrorKind::NotFound => 127,
                 _ => 126,
             };
-            report(&request, &summary, &name.to_string_lossy());
+            report(&request, &summary, name);
             return Ok(summary.status);
         }
     };
@@ -120,12 +120,22 @@ pub fn run(request: Run) -> Result<u8, Failure> {
     if let Some(folder) = &folder {
         summary::summarize(folder.path(), &mut summary);
     }
-    report(&request, &summary, &name.to_string_lossy());
+    report(&request, &summary, name);
     drop(folder);
     if let Some(signal) = status.signal() {
         signals::die_by(signal);
     }
     Ok(summary.status)
+}
+
+/// The summary of the program `name`, where and as `request` asks for it.
+fn report(request: &Run, summary: &Summary, name: &OsStr) {
+    said::report(
+        summary,
+        &name.to_string_lossy(),
+        request.stats.as_deref(),
+        request.json,
+    );
 }
 
 /// Refuses a `--bits-per-key` that the format the drop-in will build does not take, before

@@ -2,23 +2,23 @@
 //! file too, and its own lines on the way.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
-use super::Run;
 use super::summary::Summary;
 use crate::files::shown;
 
 /// The summary on standard error (as text, or JSON with `--json`), and as JSON in `--stats`'s
 /// file: also for a program that could not be run, so that a script always finds one.
-pub(super) fn report(request: &Run, summary: &Summary, name: &str) {
+pub(super) fn report(summary: &Summary, name: &str, stats: Option<&Path>, as_json: bool) {
     let json = || serde_json::to_string_pretty(summary).map(|j| j + "\n");
-    if let Some(file) = &request.stats
+    if let Some(file) = stats
         && let Err(e) = json()
             .map_err(std::io::Error::other)
             .and_then(|text| std::fs::write(file, text))
     {
         say(&format!("{}: the summary not written: {e}", shown(file)));
     }
-    let text = if request.json {
+    let text = if as_json {
         json().unwrap_or_default()
     } else {
         said(summary, name)

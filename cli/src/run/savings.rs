@@ -3,20 +3,22 @@
 
 use leveldb_bloom::FilterPolicy;
 
-use super::summary::Summary;
-
-/// For compact filters at a known bits per key: the table reads saved against Bloom
-/// filters of the same size (absent keys Bloom's expected rate would let through, less
-/// those compact filters let through).
-pub(super) fn table_reads_saved(summary: &Summary) -> Option<u64> {
-    if summary.format.as_deref() != Some("compact") {
+/// For compact filters (`format`) at a known bits per key: the table reads saved against
+/// Bloom filters of the same size (absent keys Bloom's expected rate would let through,
+/// less those compact filters let through), of the queries they ruled out (`no_match`).
+pub(super) fn table_reads_saved(
+    format: Option<&str>,
+    bits_per_key: Option<f64>,
+    no_match: u64,
+) -> Option<u64> {
+    if format != Some("compact") {
         return None;
     }
-    let bits = summary.bits_per_key?;
+    let bits = bits_per_key?;
     let compact = leveldb_bloom::compact::false_positive_rate_at(bits);
     let bloom = bloom_rate_at(bits);
     // The absent keys asked: those ruled out, and the share compact filters let through.
-    let absent = summary.no_match as f64 / (1.0 - compact).max(f64::MIN_POSITIVE);
+    let absent = no_match as f64 / (1.0 - compact).max(f64::MIN_POSITIVE);
     Some((absent * (bloom - compact)).max(0.0).round() as u64)
 }
 

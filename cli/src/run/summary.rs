@@ -99,7 +99,11 @@ pub(super) fn summarize(folder: &Path, summary: &mut Summary) {
             .is_some_and(|parent| pids.contains(&parent));
         summary.add(file, parent_reported);
     }
-    summary.table_reads_saved = super::savings::table_reads_saved(summary);
+    summary.table_reads_saved = super::savings::table_reads_saved(
+        summary.format.as_deref(),
+        summary.bits_per_key,
+        summary.no_match,
+    );
 }
 
 /// A private folder for the processes' statistics files: under TMPDIR, else /tmp, else
