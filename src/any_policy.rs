@@ -103,6 +103,25 @@ impl AnyPolicy {
         }
     }
 
+    /// A policy for reading filters of either format: LevelDB's Bloom filters answered
+    /// exactly as LevelDB answers them, compact ones by their format (what a compact
+    /// policy's queries do, whatever its bits per key).
+    pub fn reader() -> AnyPolicy {
+        AnyPolicy::Compact(CompactPolicy::new(10.0).expect("10 bits per key is valid"))
+    }
+
+    /// Whether a filter of `len` bytes whose last byte is `last` (`None`: empty) has the
+    /// length and the trailer this policy gives a filter of `keys` keys: its Bloom filters
+    /// end with its probe count; its compact ones with the compact marker, or are all zero
+    /// where no compact filter fits in the space.
+    pub fn shapes_like(&self, keys: usize, len: usize, last: Option<u8>) -> bool {
+        self.filter_len(keys) == Ok(len)
+            && match self {
+                AnyPolicy::Bloom(bloom) => last == Some(bloom.probes()),
+                AnyPolicy::Compact(_) => last == Some(crate::compact::MARKER) || last == Some(0),
+            }
+    }
+
     /// The bits per key this policy was made with, in either format (a Bloom policy's are
     /// whole).
     pub fn bits_per_key(&self) -> f64 {

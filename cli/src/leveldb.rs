@@ -7,7 +7,7 @@ use std::ffi::{CStr, CString, c_char, c_int};
 use std::path::Path;
 use std::ptr;
 
-use leveldb_bloom::{AnyPolicy, FilterPolicy, Format};
+use leveldb_bloom::{AnyPolicy, Format};
 use leveldb_bloom_capi::{
     leveldb_bloom_cb_create_filter, leveldb_bloom_cb_destructor, leveldb_bloom_cb_key_may_match,
     leveldb_bloom_cb_name, leveldb_bloom_policy_create_compact,
@@ -30,21 +30,41 @@ pub fn new_policy(format: Format, bits_per_key: f64) -> Result<AnyPolicy, String
     })
 }
 
-/// Whether a filter of `len` bytes ending in `last` is what `policy` builds for `keys` keys.
-pub fn builds(policy: AnyPolicy, keys: u64, len: usize, last: Option<u8>) -> bool {
-    let keys = usize::try_from(keys).unwrap_or(usize::MAX);
-    policy.filter_len(keys) == Ok(len)
-        && match policy {
-            AnyPolicy::Bloom(bloom) => last == Some(bloom.probes()),
-            // An all-zero filter where no compact filter fits in the space.
-            AnyPolicy::Compact(_) => {
-                last == Some(leveldb_bloom::compact::MARKER) || last == Some(0)
-            }
-        }
+/// What LevelDB reported, or why the call could not be made. LevelDB's C API gives a
+/// failed `Status` as its `ToString()` alone, whose prefix names its code: the one place
+/// this crate reads that text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LevelDbError(String);
+
+impl LevelDbError {
+    /// Whether LevelDB found the database damaged (`Status::Corruption`).
+    pub fn is_corruption(&self) -> bool {
+        self.0.starts_with("Corruption:")
+    }
+
+    /// Whether another process, or this one, holds the database's lock: "IO error: lock
+    /// <dir>/LOCK: Resource temporarily unavailable", or "... already held by process"
+    /// within one process.
+    pub fn is_lock_held(&self) -> bool {
+        self.0.contains("/LOCK:")
+            && (self.0.contains("unavailable") || self.0.contains("already held"))
+    }
 }
 
-/// A LevelDB error message, taken from (and freeing) LevelDB's `errptr`.
-fn take_error(err: *mut c_char) -> Option<String> {
+impl std::fmt::Display for LevelDbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<LevelDbError> for String {
+    fn from(error: LevelDbError) -> String {
+        error.0
+    }
+}
+
+/// A LevelDB error, taken from (and freeing) LevelDB's `errptr`.
+fn take_error(err: *mut c_char) -> Option<LevelDbError> {
     if err.is_null() {
         return None;
     }
@@ -54,7 +74,7 @@ fn take_error(err: *mut c_char) -> Option<String> {
         .into_owned();
     // SAFETY: allocated by LevelDB, freed once, here.
     unsafe { leveldb_free(err.cast()) };
-    Some(message)
+    Some(LevelDbError(message))
 }
 
 /// A key and its value.
@@ -77,9 +97,9 @@ impl Db {
         policy: Option<AnyPolicy>,
         snappy: bool,
         create: bool,
-    ) -> Result<Db, String> {
+    ) -> Result<Db, LevelDbError> {
         let name = CString::new(path.as_os_str().as_encoded_bytes())
-            .map_err(|_| "the path holds a NUL byte".to_string())?;
+            .map_err(|_| LevelDbError("the path holds a NUL byte".into()))?;
         let policy = match policy {
             None => ptr::null_mut(),
             // SAFETY: no preconditions; returns an owned policy.
@@ -90,7 +110,9 @@ impl Db {
                 let bits = compact.bits_per_key();
                 let state = leveldb_bloom_policy_create_compact(bits);
                 if state.is_null() {
-                    return Err(format!("invalid bits per key for compact filters: {bits}"));
+                    return Err(LevelDbError(format!(
+                        "invalid bits per key for compact filters: {bits}"
+                    )));
                 }
                 // SAFETY: the callbacks take the policy created above as their state;
                 // LevelDB owns it from here and frees it with the destructor.
@@ -127,13 +149,13 @@ impl Db {
         };
         match take_error(err) {
             Some(message) => Err(message),
-            None if db.is_null() => Err("LevelDB returned no database".into()),
+            None if db.is_null() => Err(LevelDbError("LevelDB returned no database".into())),
             None => Ok(opened),
         }
     }
 
     /// The first and last records (key, value), or `None` for an empty database.
-    pub fn first_and_last(&self) -> Result<Option<[Record; 2]>, String> {
+    pub fn first_and_last(&self) -> Result<Option<[Record; 2]>, LevelDbError> {
         // SAFETY: no preconditions.
         let read = unsafe { leveldb_readoptions_create() };
         // SAFETY: db and read options live.
@@ -170,7 +192,7 @@ impl Db {
     }
 
     /// Reads every record with LevelDB's iterator, checksums verified: their [`Digest`].
-    pub fn digest(&self) -> Result<Digest, String> {
+    pub fn digest(&self) -> Result<Digest, LevelDbError> {
         let mut hasher = xxhash_rust::xxh3::Xxh3::new();
         let mut records = 0u64;
         let mut err = ptr::null_mut();
@@ -208,7 +230,7 @@ impl Db {
     }
 
     /// Writes `key` = `value` (not synced: LevelDB's compaction syncs what it writes).
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<(), String> {
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<(), LevelDbError> {
         let mut err = ptr::null_mut();
         // SAFETY: live handles; the slices outlive the call, which copies them.
         unsafe {
@@ -228,7 +250,7 @@ impl Db {
     }
 
     /// The value of `key`, `None` if absent (LevelDB's `Get`, which asks the filters).
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, LevelDbError> {
         let (mut err, mut len) = (ptr::null_mut(), 0);
         // SAFETY: live handles; the key outlives the call; a returned value is LevelDB's
         // malloc'd copy of `len` bytes, copied and freed here.
@@ -258,7 +280,7 @@ impl Db {
     /// The error LevelDB's background work met, if any (a compaction that failed on a full
     /// disk): `CompactRange` does not return it, the next write does. The write is an empty
     /// batch, which adds no record (and so no table when the log is next recovered).
-    pub fn background_error(&self) -> Result<(), String> {
+    pub fn background_error(&self) -> Result<(), LevelDbError> {
         let mut err = ptr::null_mut();
         // SAFETY: live handles, each created object destroyed once; err a valid out-pointer.
         unsafe {
@@ -272,7 +294,7 @@ impl Db {
     }
 
     /// Deletes `key` (not synced).
-    pub fn delete(&self, key: &[u8]) -> Result<(), String> {
+    pub fn delete(&self, key: &[u8]) -> Result<(), LevelDbError> {
         let mut err = ptr::null_mut();
         // SAFETY: live handles; the key outlives the call.
         unsafe {

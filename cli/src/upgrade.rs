@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::analysis::{Analysis, analyze_all};
 use crate::failure::{Failure, OK, PROBLEM, emit};
 use crate::files::shown;
-use crate::leveldb::{Db, builds};
+use crate::leveldb::{Db, LevelDbError};
 use crate::lock::DatabaseLock;
 use crate::manifest;
 use crate::report::{self, TableReport};
@@ -89,7 +89,7 @@ fn rewrite(
     let db = match Db::open(path, Some(policy), snappy, false) {
         Ok(db) => db,
         Err(e) => {
-            let failure = if e.starts_with("Corruption:") {
+            let failure = if e.is_corruption() {
                 Failure::damaged(corruption_at_open(path, &e))
             } else {
                 Failure::error(open_failure(path, &e))
@@ -247,8 +247,8 @@ fn prove_on_disk(
 
 /// What to say when LevelDB reported `error` during the rewrite: the way back is kept, and
 /// the next upgrade settles the database from what is on disk.
-fn unfinished(path: &Path, way_back: &WayBack, error: &str) -> Failure {
-    let room = if disk_full(error) {
+fn unfinished(path: &Path, way_back: &WayBack, error: &LevelDbError) -> Failure {
+    let room = if disk_full(&error.to_string()) {
         " (free some space first: the way back holds the old tables' space, and LevelDB \
          needs room to open the database)"
     } else {
@@ -399,7 +399,7 @@ fn cannot_fingerprint(path: &Path, e: &std::io::Error) -> Failure {
     ))
 }
 
-/// Whether a LevelDB message says the disk is full.
+/// Whether a message (LevelDB's, or the system's through it) says the disk is full.
 fn disk_full(message: &str) -> bool {
     message.contains("No space left") || message.contains("Disk quota")
 }
@@ -501,7 +501,7 @@ pub fn undo(path: &Path) -> Result<u8, Failure> {
 
 /// Has LevelDB rewrite every table of `tables` (the current version), and returns the
 /// error LevelDB met, if any.
-fn rewrite_all(db: &Db, tables: &[TableReport]) -> Result<(), String> {
+fn rewrite_all(db: &Db, tables: &[TableReport]) -> Result<(), LevelDbError> {
     // Compacting the whole range leaves the deepest level's tables alone when nothing
     // above overlaps them. Writing the first and last records again (the same values)
     // puts a table spanning the whole range on top, so that every level below is merged
@@ -541,13 +541,15 @@ fn carries(t: &TableReport, policy: AnyPolicy) -> bool {
         && t.filter_shapes.iter().all(|shape| match shape.filter {
             None => false,
             Some((len, _)) if shape.keys == 0 => len == 0,
-            Some((len, last)) => builds(policy, shape.keys, len, last),
+            Some((len, last)) => {
+                policy.shapes_like(usize::try_from(shape.keys).unwrap_or(usize::MAX), len, last)
+            }
         })
 }
 
 /// What to say when LevelDB's paranoid checks refuse the database at open (a damaged
 /// write-ahead log or MANIFEST): nothing was rewritten, and what can still be recovered.
-fn corruption_at_open(path: &Path, leveldb: &str) -> String {
+fn corruption_at_open(path: &Path, leveldb: &LevelDbError) -> String {
     format!(
         "{}: damaged: LevelDB's paranoid checks refuse to open it ({leveldb}); nothing was \
          rewritten. Opened without those checks, LevelDB would drop the damaged records for \
@@ -559,12 +561,8 @@ fn corruption_at_open(path: &Path, leveldb: &str) -> String {
 }
 
 /// What to say when LevelDB cannot open the database.
-fn open_failure(path: &Path, leveldb: &str) -> String {
-    // LevelDB's lock error: "IO error: lock <dir>/LOCK: Resource temporarily unavailable",
-    // or "... already held by process" within one process.
-    let held = leveldb.contains("/LOCK:")
-        && (leveldb.contains("unavailable") || leveldb.contains("already held"));
-    if held {
+fn open_failure(path: &Path, leveldb: &LevelDbError) -> String {
+    if leveldb.is_lock_held() {
         format!(
             "{}: in use: another process has the database open ({leveldb}); close it and run \
              again",

@@ -940,8 +940,8 @@ fn a_lock_that_is_a_directory_fails_verify_as_it_fails_leveldb() {
     let stock = Db::open(&dir, Some(BLOOM), true, false).err();
     assert!(
         stock
-            .as_deref()
-            .is_some_and(|e| e.contains("Is a directory")),
+            .as_ref()
+            .is_some_and(|e| e.to_string().contains("Is a directory")),
         "stock LevelDB opens it: {stock:?}"
     );
     for args in [

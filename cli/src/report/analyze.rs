@@ -1,7 +1,7 @@
 //! One pass over a table: its counts, its filters and how well they work (the rate their
 //! layouts predict, and the rate measured on absent keys), and what is damaged.
 
-use leveldb_bloom::{CompactPolicy, FilterBlockReader, FilterPolicy, bloom, compact};
+use leveldb_bloom::{AnyPolicy, FilterBlockReader, FilterPolicy, bloom, compact};
 
 use super::{BUILTIN_POLICY, FilterShape, Keys, Problem, TableReport};
 use crate::table::{self, BlockCheck, IndexEntry, RawBlock, Table, TableFile};
@@ -64,8 +64,7 @@ pub fn analyze(
         });
     }
     let ours = table.filter_policy.as_deref() == Some(BUILTIN_POLICY);
-    // Reads both formats (Bloom filters exactly as LevelDB does).
-    let policy = CompactPolicy::new(10.0).expect("10 bits per key is valid");
+    let policy = AnyPolicy::reader();
     let filters = table.filter_block(&policy).filter(|_| ours);
     report.filters_read = filters.is_some();
     let mut walk = Walk::new(&table, keys, filters);
@@ -118,7 +117,7 @@ fn check(
 struct Walk<'t> {
     table: &'t Table<'t>,
     keys: Keys,
-    filters: Option<FilterBlockReader<'t, CompactPolicy>>,
+    filters: Option<FilterBlockReader<'t, AnyPolicy>>,
     /// Keys per filter: LevelDB adds each entry's user key to the filter of its block's
     /// offset.
     keys_in_filter: Vec<u64>,
@@ -145,7 +144,7 @@ impl<'t> Walk<'t> {
     fn new(
         table: &'t Table<'t>,
         keys: Keys,
-        filters: Option<FilterBlockReader<'t, CompactPolicy>>,
+        filters: Option<FilterBlockReader<'t, AnyPolicy>>,
     ) -> Self {
         Walk {
             table,

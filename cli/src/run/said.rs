@@ -104,7 +104,7 @@ fn filters(summary: &Summary, text: &mut String) {
     let _ = writeln!(
         text,
         "  format {} at {}: filters built {}, keys {}, queries {}, ruled out {ruled_out}",
-        summary.format.as_deref().unwrap_or("?"),
+        summary.format_names().as_deref().unwrap_or("?"),
         summary
             .bits_per_key
             .map_or("the program's bits per key".to_owned(), |b| format!(
@@ -126,7 +126,7 @@ fn savings(summary: &Summary, text: &mut String) {
                  the same size (their expected false-positive rate)"
             );
         }
-        None if summary.format.as_deref() == Some("compact") => {
+        None if summary.compact_only() => {
             let _ = writeln!(
                 text,
                 "  compact filters at the program's bits per key: give --bits-per-key for an \

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use leveldb_bloom::Format;
 use leveldb_bloom_dropin_statistics::Statistics;
 
 /// What the drop-in did in every process of the program, summed.
@@ -19,8 +20,10 @@ pub struct Summary {
     /// Processes whose drop-in wrote its statistics (at exit: a process that ends with
     /// `_exit` or a signal writes none).
     pub processes: u64,
-    /// The format its policies built, as the processes said.
-    pub format: Option<String>,
+    /// The formats its policies built, as the processes said (in JSON `format`: their
+    /// names joined by commas, null for none).
+    #[serde(rename = "format", serialize_with = "format_names")]
+    pub formats: Vec<Format>,
     /// The bits per key the drop-in was told (`--bits-per-key`); null where the program's
     /// own were used (or no process reported).
     pub bits_per_key: Option<f64>,
@@ -72,14 +75,35 @@ impl Summary {
         self.queries += file.queries;
         self.no_match += file.no_match;
         let used = file.dropin_policies > 0 || file.filters_built > 0;
-        if used || self.format.is_none() {
-            self.format = (!file.formats.is_empty()).then(|| {
-                let names: Vec<&str> = file.formats.iter().map(|f| f.name()).collect();
-                names.join(",")
-            });
+        if used || self.formats.is_empty() {
+            self.formats = file.formats;
             self.bits_per_key = file.bits_per_key;
         }
     }
+
+    /// The formats' names as the summary says them (`bloom,compact`); `None` for none.
+    pub fn format_names(&self) -> Option<String> {
+        names(&self.formats)
+    }
+
+    /// Whether every filter the drop-in built was compact.
+    pub fn compact_only(&self) -> bool {
+        self.formats == [Format::Compact]
+    }
+}
+
+/// `formats`' names joined by commas; `None` for none.
+fn names(formats: &[Format]) -> Option<String> {
+    let names: Vec<&str> = formats.iter().map(|f| f.name()).collect();
+    (!names.is_empty()).then(|| names.join(","))
+}
+
+/// `Summary::formats` as JSON: [`names`], null for none.
+fn format_names<S: serde::Serializer>(
+    formats: &[Format],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_some(&names(formats))
 }
 
 /// The statistics files in `folder`, summed into `summary`.
@@ -100,7 +124,7 @@ pub(super) fn summarize(folder: &Path, summary: &mut Summary) {
         summary.add(file, parent_reported);
     }
     summary.table_reads_saved = super::savings::table_reads_saved(
-        summary.format.as_deref(),
+        summary.compact_only(),
         summary.bits_per_key,
         summary.no_match,
     );
