@@ -292,17 +292,11 @@ void Handler(int) {
   delete p;
 }
 
-void SmallStack() {
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  if (pthread_attr_setstacksize(&attr, kSmallStack) != 0) die("pthread_attr_setstacksize");
-  pthread_t thread;
-  if (pthread_create(&thread, &attr, SmallStackThread, nullptr) != 0) die("pthread_create");
-  pthread_join(thread, nullptr);
-  pthread_attr_destroy(&attr);
+// Runs Handler on the alternate stack [stack, stack + size).
+void RaiseOnAltStack(void* stack, size_t size) {
   stack_t ss;
-  ss.ss_sp = std::malloc(kSmallStack);
-  ss.ss_size = kSmallStack;
+  ss.ss_sp = stack;
+  ss.ss_size = size;
   ss.ss_flags = 0;
   if (sigaltstack(&ss, nullptr) != 0) die("sigaltstack");
   struct sigaction sa;
@@ -311,6 +305,17 @@ void SmallStack() {
   sa.sa_flags = SA_ONSTACK;
   sigaction(SIGUSR1, &sa, nullptr);
   raise(SIGUSR1);
+}
+
+void SmallStack() {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  if (pthread_attr_setstacksize(&attr, kSmallStack) != 0) die("pthread_attr_setstacksize");
+  pthread_t thread;
+  if (pthread_create(&thread, &attr, SmallStackThread, nullptr) != 0) die("pthread_create");
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  RaiseOnAltStack(std::malloc(kSmallStack), kSmallStack);
   std::fprintf(out, "a policy made on a 64 KiB signal stack: %s\n",
                handler_ran.load() == 1 ? "yes" : "no");
 }
@@ -325,17 +330,7 @@ void AltStack(size_t size) {
   if (mprotect(mapped, page, PROT_NONE) != 0) die("mprotect");
   char* stack = static_cast<char*>(mapped) + page;
   std::memset(stack, 0xa5, size);  // painted, to count what the handler used
-  stack_t ss;
-  ss.ss_sp = stack;
-  ss.ss_size = size;
-  ss.ss_flags = 0;
-  if (sigaltstack(&ss, nullptr) != 0) die("sigaltstack");
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_handler = Handler;
-  sa.sa_flags = SA_ONSTACK;
-  sigaction(SIGUSR1, &sa, nullptr);
-  raise(SIGUSR1);
+  RaiseOnAltStack(stack, size);
   size_t untouched = 0;
   while (untouched < size && static_cast<unsigned char>(stack[untouched]) == 0xa5) untouched++;
   std::fprintf(stderr, "hostile: the handler used %zu of %zu bytes\n", size - untouched, size);
