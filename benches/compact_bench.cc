@@ -344,7 +344,7 @@ Result RunCell(Cell& c, const Config& cfg, const Policies& pol) {
   r.passes[kCreate] = bench::PassesFor(std::min(warm[0], warm[1]), cfg.min_ms);
 
   // --- Query sets (they index the reference filters, fixed from here on).
-  Rng rng(0x5eed0000u + c.key_len * 1000003u + c.kpf * 101u + c.bpk);
+  Rng rng = c.QueryRng();
   BuildSpread(c.build_keys, c, rng, &c.qpresent_keys, &c.qpresent);
   BuildSpread(c.absent_keys, c, rng, &c.qabsent_keys, &c.qabsent);
   bench::BuildGrouped(c.build_keys, c, rng, &c.gpresent);

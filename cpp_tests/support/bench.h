@@ -74,6 +74,10 @@ struct CellKeys {
     build.resize(keys);
     for (size_t i = 0; i < keys; i++) build[i] = leveldb::Slice(build_keys.data() + i * key_len, key_len);
   }
+
+  // The random source of the cell's query orders: the same cell, the same queries, in every
+  // benchmark that draws them.
+  Rng QueryRng() const { return Rng(0x5eed0000u + key_len * 1000003u + kpf * 101u + bpk); }
 };
 
 // The timed creation loops of a cell of `filters` filters of `n` keys each (filter `f` holds
