@@ -16,6 +16,7 @@
 
 cmake_minimum_required(VERSION 3.16)
 include("${CMAKE_CURRENT_LIST_DIR}/script_arguments.cmake")
+include("${CMAKE_CURRENT_LIST_DIR}/../support/run_checked.cmake")
 dropin_script_arguments(run_dropin_environment.cmake PROGRAM DROPIN_SO WORK_DIR)
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
@@ -60,29 +61,21 @@ if(DEFINED SETUID_PROGRAM AND NOT "${SETUID_PROGRAM}" STREQUAL "")
 endif()
 
 # 1. Closed standard error and invalid values everywhere.
-execute_process(
-  COMMAND ${CMAKE_COMMAND} -E env "LD_PRELOAD=${preload}" LEVELDB_BLOOM_FORMAT=bogus
-          LEVELDB_BLOOM_BITS_PER_KEY=ten LEVELDB_BLOOM_SIMD=bogus
-          "LEVELDB_BLOOM_STATS_FILE=${WORK_DIR}/stats-closed"
-          sh -c "exec \"$@\" 2>&-" sh ${launcher} "${PROGRAM}" "${WORK_DIR}/closed"
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "with standard error closed the program failed (${rc}): ${out}${err}")
-endif()
+run_checked("with standard error closed the program" out err
+  ${CMAKE_COMMAND} -E env "LD_PRELOAD=${preload}" LEVELDB_BLOOM_FORMAT=bogus
+  LEVELDB_BLOOM_BITS_PER_KEY=ten LEVELDB_BLOOM_SIMD=bogus
+  "LEVELDB_BLOOM_STATS_FILE=${WORK_DIR}/stats-closed"
+  sh -c "exec \"$@\" 2>&-" sh ${launcher} "${PROGRAM}" "${WORK_DIR}/closed")
 if(NOT EXISTS "${WORK_DIR}/stats-closed")
   message(FATAL_ERROR "with standard error closed the drop-in did not serve the program")
 endif()
 message("closed standard error: the program ran to its end")
 
 # 2. Bits per key that could only be a mistake.
-execute_process(
-  COMMAND ${CMAKE_COMMAND} -E env "LD_PRELOAD=${preload}" LEVELDB_BLOOM_BITS_PER_KEY=2147483647
-          "LEVELDB_BLOOM_STATS_FILE=${WORK_DIR}/stats-huge"
-          ${launcher} "${PROGRAM}" "${WORK_DIR}/huge"
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "huge bits per key: the program failed (${rc}): ${out}${err}")
-endif()
+run_checked("huge bits per key: the program" out err
+  ${CMAKE_COMMAND} -E env "LD_PRELOAD=${preload}" LEVELDB_BLOOM_BITS_PER_KEY=2147483647
+  "LEVELDB_BLOOM_STATS_FILE=${WORK_DIR}/stats-huge"
+  ${launcher} "${PROGRAM}" "${WORK_DIR}/huge")
 string(REGEX MATCHALL "LEVELDB_BLOOM_BITS_PER_KEY" said "${err}")
 list(LENGTH said times)
 file(READ "${WORK_DIR}/stats-huge" stats)

@@ -2,17 +2,10 @@
 # table (interop_tool entries): every live table inspect reports, and no other, with the
 # same count. Inputs: CLI, TOOL, DB.
 cmake_minimum_required(VERSION 3.19)
+include("${CMAKE_CURRENT_LIST_DIR}/../support/run_checked.cmake")
 
-execute_process(COMMAND "${CLI}" inspect --json "${DB}"
-                RESULT_VARIABLE rc OUTPUT_VARIABLE json ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "leveldb-bloom inspect --json ${DB} failed (${rc}): ${err}")
-endif()
-execute_process(COMMAND "${TOOL}" entries "${DB}"
-                RESULT_VARIABLE rc OUTPUT_VARIABLE lines ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "interop_tool entries ${DB} failed (${rc}): ${err}")
-endif()
+run_checked("leveldb-bloom inspect --json ${DB}" json err "${CLI}" inspect --json "${DB}")
+run_checked("interop_tool entries ${DB}" lines err "${TOOL}" entries "${DB}")
 string(REGEX MATCHALL "[^\n]+" lines "${lines}")
 list(LENGTH lines leveldb_tables)
 
