@@ -17,8 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <leveldb/c.h>
 #include <seccomp.h>
+
+#include "c_api_db.h"
 
 static void confine(const char *allowlist, const char *mode) {
   if (strcmp(mode, "none") == 0) return;
@@ -51,27 +52,22 @@ int main(int argc, char **argv) {
     return 2;
   }
   confine(argv[1], argv[2]);
-  leveldb_options_t *options = leveldb_options_create();
-  leveldb_filterpolicy_t *policy = leveldb_filterpolicy_create_bloom(10);
-  leveldb_options_set_filter_policy(options, policy);
-  leveldb_options_set_create_if_missing(options, 1);
+  struct c_api_db d;
   char *err = NULL, key[32];
-  leveldb_t *db = leveldb_open(options, argv[3], &err);
+  leveldb_t *db = c_api_db_open(&d, argv[3], &err);
   if (db == NULL) {
     fprintf(stderr, "seccomp_program: %s\n", err);
     return 3;
   }
-  leveldb_writeoptions_t *write = leveldb_writeoptions_create();
   for (int i = 0; i < 20000 && err == NULL; i++) {
-    leveldb_put(db, write, key, (size_t)snprintf(key, sizeof key, "key%08d", 2 * i), "v", 1,
+    leveldb_put(db, d.write, key, (size_t)snprintf(key, sizeof key, "key%08d", 2 * i), "v", 1,
                 &err);
   }
   leveldb_compact_range(db, NULL, 0, NULL, 0);
-  leveldb_readoptions_t *read = leveldb_readoptions_create();
   int present = 0, absent = 0;
   for (int i = 0; i < 40000 && err == NULL; i++) {
     size_t len = 0;
-    char *value = leveldb_get(db, read, key, (size_t)snprintf(key, sizeof key, "key%08d", i),
+    char *value = leveldb_get(db, d.read, key, (size_t)snprintf(key, sizeof key, "key%08d", i),
                               &len, &err);
     if (value != NULL) {
       present++;
@@ -84,11 +80,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "seccomp_program: %s\n", err);
     return 3;
   }
-  leveldb_close(db);
-  leveldb_readoptions_destroy(read);
-  leveldb_writeoptions_destroy(write);
-  leveldb_options_destroy(options);
-  leveldb_filterpolicy_destroy(policy);
+  c_api_db_close(&d);
   printf("present=%d absent=%d\n", present, absent);
   return 0;
 }

@@ -19,8 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <leveldb/c.h>
-
+#include "c_api_db.h"
 #include "leveldb_bloom.h"
 
 static void check(char *err, const char *what) {
@@ -51,26 +50,21 @@ int main(int argc, char **argv) {
                                   &filter_len) != LEVELDB_BLOOM_OK) return 1;
   if (!leveldb_bloom_key_may_match(direct, one_key, one_len, filter, filter_len)) return 1;
   leveldb_bloom_policy_destroy(direct);
-  leveldb_filterpolicy_t *policy = leveldb_filterpolicy_create_bloom(10);
-  leveldb_options_t *options = leveldb_options_create();
-  leveldb_options_set_create_if_missing(options, 1);
-  leveldb_options_set_filter_policy(options, policy);
+  struct c_api_db d;
   char *err = NULL;
-  leveldb_t *db = leveldb_open(options, argv[1], &err);
+  leveldb_t *db = c_api_db_open(&d, argv[1], &err);
   check(err, "open");
-  leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
-  leveldb_readoptions_t *ro = leveldb_readoptions_create();
   char key[32];
   for (int i = 0; i < 2000; i++) {
     snprintf(key, sizeof key, "key%06d", 2 * i);
-    leveldb_put(db, wo, key, strlen(key), "v", 1, &err);
+    leveldb_put(db, d.write, key, strlen(key), "v", 1, &err);
     check(err, "put");
   }
   leveldb_compact_range(db, NULL, 0, NULL, 0);
   for (int i = 0; i < 4000; i++) {
     size_t len = 0;
     snprintf(key, sizeof key, "key%06d", i);
-    char *value = leveldb_get(db, ro, key, strlen(key), &len, &err);
+    char *value = leveldb_get(db, d.read, key, strlen(key), &len, &err);
     check(err, "get");
     if ((value != NULL) != (i % 2 == 0)) {
       fprintf(stderr, "two_copies: key %d read wrongly\n", i);
@@ -78,11 +72,7 @@ int main(int argc, char **argv) {
     }
     leveldb_free(value);
   }
-  leveldb_close(db);
-  leveldb_filterpolicy_destroy(policy);
-  leveldb_readoptions_destroy(ro);
-  leveldb_writeoptions_destroy(wo);
-  leveldb_options_destroy(options);
+  c_api_db_close(&d);
 
   /* Two copies must be loaded, or the test proves nothing. */
   void *dropin = dlopen("libleveldb_bloom_dropin.so", RTLD_NOW | RTLD_NOLOAD);
