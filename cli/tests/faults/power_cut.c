@@ -468,37 +468,20 @@ static int open_at(int dirfd, const char *path, int flags, mode_t mode) {
   return opened(dirfd, path, flags, existed, fd);
 }
 
-int open(const char *path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap, mode_t) : 0;
-  va_end(ap);
-  return open_at(AT_FDCWD, path, flags, mode);
-}
-
-int open64(const char *path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap, mode_t) : 0;
-  va_end(ap);
-  return open_at(AT_FDCWD, path, flags, mode);
-}
-
-int openat(int dirfd, const char *path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap, mode_t) : 0;
-  va_end(ap);
-  return open_at(dirfd, path, flags, mode);
-}
-
-int openat64(int dirfd, const char *path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap, mode_t) : 0;
-  va_end(ap);
-  return open_at(dirfd, path, flags, mode);
-}
+/* open, open64, openat and openat64, each opening at `at` what its leading parameters name: the
+ * mode is an argument only with a flag that creates. */
+#define OPEN_WRAPPER(name, at, ...)                                         \
+  int name(__VA_ARGS__, int flags, ...) {                                   \
+    va_list ap;                                                             \
+    va_start(ap, flags);                                                    \
+    mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap, mode_t) : 0; \
+    va_end(ap);                                                             \
+    return open_at(at, path, flags, mode);                                  \
+  }
+OPEN_WRAPPER(open, AT_FDCWD, const char *path)
+OPEN_WRAPPER(open64, AT_FDCWD, const char *path)
+OPEN_WRAPPER(openat, dirfd, int dirfd, const char *path)
+OPEN_WRAPPER(openat64, dirfd, int dirfd, const char *path)
 
 int creat(const char *path, mode_t mode) {
   return open_at(AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC, mode);
