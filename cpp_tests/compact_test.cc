@@ -50,6 +50,12 @@ namespace {
 
 using u64 = unsigned long long;  // for printf
 
+// One line of the test's report: every count, whatever its type, as the %llu that prints it.
+template <typename... Counts>
+void ReportCounts(const char* format, Counts... counts) {
+  std::printf(format, static_cast<u64>(counts)...);
+}
+
 // ---------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------
@@ -298,16 +304,12 @@ TEST(CompactFilters, StockLevelDBAnswersMayMatch) {
       }
     }
   }
-  std::printf("compact_test: %llu compact filters (bits per key 0..32, 0..300 keys):"
-              " %llu with a marker, %llu all-zero; %llu queries, LevelDB no-match %llu, our"
-              " Bloom policy no-match %llu; length checked %llu, wrong %llu; the compact"
-              " policy rejected %llu of %llu random other keys, false negatives %llu\n",
-              static_cast<u64>(filters), static_cast<u64>(marker_ok),
-              static_cast<u64>(zero_filters), static_cast<u64>(queries),
-              static_cast<u64>(stock_no), static_cast<u64>(bloom_no),
-              static_cast<u64>(length_checked), static_cast<u64>(length_wrong),
-              static_cast<u64>(compact_rejected), static_cast<u64>(absent_queries),
-              static_cast<u64>(compact_fn));
+  ReportCounts("compact_test: %llu compact filters (bits per key 0..32, 0..300 keys):"
+               " %llu with a marker, %llu all-zero; %llu queries, LevelDB no-match %llu, our"
+               " Bloom policy no-match %llu; length checked %llu, wrong %llu; the compact"
+               " policy rejected %llu of %llu random other keys, false negatives %llu\n",
+               filters, marker_ok, zero_filters, queries, stock_no, bloom_no, length_checked,
+               length_wrong, compact_rejected, absent_queries, compact_fn);
   EXPECT_EQ(stock_no, 0u);
   EXPECT_EQ(bloom_no, 0u);
   EXPECT_EQ(length_wrong, 0u);
@@ -378,13 +380,11 @@ TEST(CompactPolicy, AnswersLevelDBBloomFiltersAsLevelDB) {
       filters++;
     }
   }
-  std::printf("compact_test: %llu LevelDB Bloom filters (bpk 0..20) read by 4 compact"
-              " policies: inserted keys %llu (LevelDB no-match %llu), other keys %llu"
-              " (LevelDB no-match %llu); disagreements %llu\n",
-              static_cast<u64>(filters), static_cast<u64>(inserted.queries),
-              static_cast<u64>(inserted.no), static_cast<u64>(others.queries),
-              static_cast<u64>(others.no),
-              static_cast<u64>(inserted.disagree + others.disagree));
+  ReportCounts("compact_test: %llu LevelDB Bloom filters (bpk 0..20) read by 4 compact"
+               " policies: inserted keys %llu (LevelDB no-match %llu), other keys %llu"
+               " (LevelDB no-match %llu); disagreements %llu\n",
+               filters, inserted.queries, inserted.no, others.queries, others.no,
+               inserted.disagree + others.disagree);
   EXPECT_EQ(inserted.disagree + others.disagree, 0u);
   EXPECT_EQ(inserted.inconsistent + others.inconsistent, 0u);
   EXPECT_EQ(inserted.no, 0u);
@@ -440,12 +440,11 @@ TEST(CompactPolicy, AnswersMalformedFiltersAsLevelDB) {
     }
     filters++;
   }
-  std::printf("compact_test: %llu non-compact malformed/random filters: %llu keys ending in"
-              " 0..30 (LevelDB may-match %llu, no-match %llu), %llu ending in 32..255 (LevelDB"
-              " may-match %llu) x 4 compact policies, %llu disagreements\n",
-              static_cast<u64>(filters), static_cast<u64>(a.queries), static_cast<u64>(a.may),
-              static_cast<u64>(a.no), static_cast<u64>(above_31.queries),
-              static_cast<u64>(above_31.may), static_cast<u64>(a.disagree + above_31.disagree));
+  ReportCounts("compact_test: %llu non-compact malformed/random filters: %llu keys ending in"
+               " 0..30 (LevelDB may-match %llu, no-match %llu), %llu ending in 32..255 (LevelDB"
+               " may-match %llu) x 4 compact policies, %llu disagreements\n",
+               filters, a.queries, a.may, a.no, above_31.queries, above_31.may,
+               a.disagree + above_31.disagree);
   EXPECT_EQ(a.disagree + above_31.disagree, 0u);
   EXPECT_EQ(a.inconsistent + above_31.inconsistent, 0u);
   EXPECT_GT(a.may, 0u);
@@ -489,9 +488,9 @@ TEST(CompactPolicy, AnswersMalformedFiltersAsLevelDB) {
     }
     garbage++;
   }
-  std::printf("compact_test: %llu garbage filters ending in 31, %llu keys queried"
-              " (%llu no-match answers over 4 policies), no crash\n",
-              static_cast<u64>(garbage), static_cast<u64>(answered), static_cast<u64>(rejected));
+  ReportCounts("compact_test: %llu garbage filters ending in 31, %llu keys queried"
+               " (%llu no-match answers over 4 policies), no crash\n",
+               garbage, answered, rejected);
   EXPECT_EQ(inconsistent, 0u);
 }
 
@@ -772,8 +771,8 @@ TEST(CompactDb, WrittenCompactReadByCompactStockAndBloom) {
     EXPECT_EQ(stats.no_match, no);
     leveldb_filterpolicy_destroy(fp);
   }
-  std::printf("compact_test: the compact policy built %llu compact filters, %llu others\n",
-              static_cast<u64>(compact_filters_written), static_cast<u64>(other_filters_written));
+  ReportCounts("compact_test: the compact policy built %llu compact filters, %llu others\n",
+               compact_filters_written, other_filters_written);
   EXPECT_GT(compact_filters_written, 10u);
   EXPECT_EQ(other_filters_written, 0u);
 
@@ -791,9 +790,9 @@ TEST(CompactDb, WrittenCompactReadByCompactStockAndBloom) {
     const Verified st = verify(tmp.path, fp, m, "written compact, read with counted LevelDB",
                                [&] { s.c.reset_queries(); });
     leveldb_filterpolicy_destroy(fp);
-    std::printf("compact_test: LevelDB's policy asked %llu times about absent keys, %llu no"
-                " match\n",
-                static_cast<u64>(s.c.queries.load()), static_cast<u64>(s.c.no_match.load()));
+    ReportCounts("compact_test: LevelDB's policy asked %llu times about absent keys, %llu no"
+                 " match\n",
+                 s.c.queries.load(), s.c.no_match.load());
     EXPECT_GE(s.c.queries.load(), st.absent / 2);
     EXPECT_EQ(s.c.no_match.load(), 0u);
   }
@@ -1233,19 +1232,14 @@ TEST(CompactFilterBlock, LevelDBReadsCompactBlocks) {
       for (const auto& k : absent) ask(off, k, false);
     }
   }
-  std::printf("compact_test: %llu filter blocks: %llu member queries (FilterBlockReader"
-              " missed %llu, ours %llu); %llu other queries (FilterBlockReader no-match %llu,"
-              " ours %llu; ours rejected %llu of %llu where a filter was consulted);"
-              " %llu queries on empty filters; structure mismatches %llu; compact policy on LevelDB Bloom blocks: %llu"
-              " queries (LevelDB no-match %llu), %llu disagreements\n",
-              static_cast<u64>(layouts), static_cast<u64>(member_queries),
-              static_cast<u64>(stock_missed), static_cast<u64>(ours_missed),
-              static_cast<u64>(other_queries), static_cast<u64>(stock_no),
-              static_cast<u64>(ours_no), static_cast<u64>(ours_no_consulted),
-              static_cast<u64>(consulted), static_cast<u64>(empty_filters),
-              static_cast<u64>(structure_wrong),
-              static_cast<u64>(bloom_queries), static_cast<u64>(bloom_no),
-              static_cast<u64>(bloom_disagree));
+  ReportCounts("compact_test: %llu filter blocks: %llu member queries (FilterBlockReader"
+               " missed %llu, ours %llu); %llu other queries (FilterBlockReader no-match %llu,"
+               " ours %llu; ours rejected %llu of %llu where a filter was consulted);"
+               " %llu queries on empty filters; structure mismatches %llu; compact policy on LevelDB Bloom blocks: %llu"
+               " queries (LevelDB no-match %llu), %llu disagreements\n",
+               layouts, member_queries, stock_missed, ours_missed, other_queries, stock_no, ours_no,
+               ours_no_consulted, consulted, empty_filters, structure_wrong, bloom_queries,
+               bloom_no, bloom_disagree);
   EXPECT_EQ(stock_missed, 0u);
   EXPECT_EQ(ours_missed, 0u);
   EXPECT_EQ(structure_wrong, 0u);
