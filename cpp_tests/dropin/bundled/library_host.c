@@ -6,22 +6,15 @@
    libraries' paths.
 
    Usage: library_host DB_A [DB_B] */
-#include <dlfcn.h>
 #include <stdio.h>
+
+#include "plugin_workload.h"
 
 static int run(const char *library, const char *entry, char *program, char *db) {
   char *args[3];
-  int (*workload)(int, char **);
-  void *loaded = dlopen(library, RTLD_NOW | RTLD_GLOBAL);
-  if (loaded == NULL) {
-    fprintf(stderr, "library_host: %s\n", dlerror());
-    return 9;
-  }
-  workload = (int (*)(int, char **))dlsym(loaded, entry);
-  if (workload == NULL) {
-    fprintf(stderr, "library_host: %s\n", dlerror());
-    return 9;
-  }
+  workload_main workload = load_workload("library_host", library, RTLD_NOW | RTLD_GLOBAL,
+                                         entry, NULL);
+  if (workload == NULL) return 9;
   args[0] = program;
   args[1] = db;
   args[2] = NULL;

@@ -4,15 +4,15 @@
    the plugin's workload: the plugin's LevelDB is the host's (run_linked_route.sh).
 
    Usage: linked_host HOST_DB PLUGIN PLUGIN_DB */
-#include <dlfcn.h>
 #include <stdio.h>
+
+#include "plugin_workload.h"
 
 int dropin_workload_main(int argc, char **argv);
 
 int main(int argc, char **argv) {
   char *host_args[3], *plugin_args[3];
-  void *plugin;
-  int (*plugin_main)(int, char **);
+  workload_main plugin_main;
   int rc;
   if (argc != 4) {
     fprintf(stderr, "usage: linked_host HOST_DB PLUGIN PLUGIN_DB\n");
@@ -23,16 +23,9 @@ int main(int argc, char **argv) {
   host_args[2] = NULL;
   rc = dropin_workload_main(2, host_args);
   if (rc != 0) return rc;
-  plugin = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
-  if (plugin == NULL) {
-    fprintf(stderr, "linked_host: %s\n", dlerror());
-    return 9;
-  }
-  plugin_main = (int (*)(int, char **))dlsym(plugin, "dropin_workload_main");
-  if (plugin_main == NULL) {
-    fprintf(stderr, "linked_host: %s\n", dlerror());
-    return 9;
-  }
+  plugin_main = load_workload("linked_host", argv[2], RTLD_NOW | RTLD_LOCAL,
+                              "dropin_workload_main", NULL);
+  if (plugin_main == NULL) return 9;
   plugin_args[0] = argv[0];
   plugin_args[1] = argv[3];
   plugin_args[2] = NULL;

@@ -5,18 +5,16 @@
  * Usage: many_host PLUGIN...   (runs each plugin's dropin_workload_main, in order, and prints
  *                               what each printed) */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdio.h>
+
+#include "plugin_workload.h"
 
 int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
-    void *handle = dlopen(argv[i], RTLD_NOW | RTLD_LOCAL);
-    if (handle == NULL) {
-      fprintf(stderr, "many_host: %s\n", dlerror());
-      return 1;
-    }
-    int (*workload)(int, char **) = (int (*)(int, char **))dlsym(handle, "dropin_workload_main");
-    if (workload == NULL || workload(0, NULL) != 0) {
+    workload_main workload = load_workload("many_host", argv[i], RTLD_NOW | RTLD_LOCAL,
+                                           "dropin_workload_main", NULL);
+    if (workload == NULL) return 1;
+    if (workload(0, NULL) != 0) {
       fprintf(stderr, "many_host: %s: its workload failed\n", argv[i]);
       return 1;
     }

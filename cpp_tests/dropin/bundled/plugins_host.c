@@ -5,21 +5,19 @@
  *
  * Usage: plugins_host WORK_DIR PLUGIN...   (plugin i writes WORK_DIR/db<i>) */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdio.h>
+
+#include "plugin_workload.h"
 
 int main(int argc, char **argv) {
   for (int i = 2; i < argc; i++) {
-    void *handle = dlopen(argv[i], RTLD_NOW | RTLD_LOCAL);
-    if (handle == NULL) {
-      fprintf(stderr, "plugins_host: %s\n", dlerror());
-      return 1;
-    }
-    int (*workload)(int, char **) = (int (*)(int, char **))dlsym(handle, "dropin_workload_main");
+    workload_main workload = load_workload("plugins_host", argv[i], RTLD_NOW | RTLD_LOCAL,
+                                           "dropin_workload_main", NULL);
+    if (workload == NULL) return 1;
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/db%d", argv[1], i - 1);
     char *args[] = {argv[i], dir, NULL};
-    if (workload == NULL || workload(2, args) != 0) {
+    if (workload(2, args) != 0) {
       fprintf(stderr, "plugins_host: %s: its workload failed\n", argv[i]);
       return 1;
     }

@@ -8,10 +8,11 @@
  *        both are loaded as DB_DIR.plugin.so)
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <link.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "plugin_workload.h"
 
 /* Copies `from` to a new file renamed over `to`. */
 static int install(const char *from, const char *to) {
@@ -28,19 +29,13 @@ static int install(const char *from, const char *to) {
 }
 
 static int run(const char *plugin, const char *db, void **base) {
-  void *handle = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
-  if (handle == NULL) {
-    fprintf(stderr, "reload_host: %s\n", dlerror());
-    return 1;
-  }
+  void *handle = NULL;
+  workload_main workload = load_workload("reload_host", plugin, RTLD_NOW | RTLD_LOCAL,
+                                         "dropin_workload_main", &handle);
+  if (workload == NULL) return 1;
   struct link_map *map = NULL;
   dlinfo(handle, RTLD_DI_LINKMAP, &map);
   *base = map != NULL ? (void *)map->l_addr : NULL;
-  int (*workload)(int, char **) = (int (*)(int, char **))dlsym(handle, "dropin_workload_main");
-  if (workload == NULL) {
-    fprintf(stderr, "reload_host: %s has no dropin_workload_main\n", plugin);
-    return 1;
-  }
   char *argv[] = {(char *)"reload_host", (char *)db, NULL};
   const int rc = workload(2, argv);
   dlclose(handle);
