@@ -1,7 +1,7 @@
 // Fuzz target 6: the table reader of the leveldb-bloom command (cli/src/table.rs and
-// report.rs: footer, block handles, blocks and their checksums, snappy, prefix-compressed
-// entries and restarts, the metaindex and the filter block), on arbitrary bytes read as a
-// table file.
+// cli/src/report/analyze.rs: footer, block handles, blocks and their checksums, snappy,
+// prefix-compressed entries and restarts, the metaindex and the filter block), on arbitrary
+// bytes read as a table file.
 //
 // Checks: no crash, hang or unbounded allocation (the Rust code is built with overflow checks
 // and panic=abort; libFuzzer's -rss_limit_mb and -malloc_limit_mb bound memory). When the
