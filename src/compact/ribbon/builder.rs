@@ -444,7 +444,9 @@ mod tests {
     fn lanes_band_as_one_by_one() {
         let mut rng = fastrand::Rng::with_seed(11);
         let (mut failed, mut solved) = (0, 0);
-        for _ in 0..20_000 {
+        // Under Miri, which interprets every step, a sample.
+        let systems = if cfg!(miri) { 60 } else { 20_000 };
+        for _ in 0..systems {
             let slots = rng.usize(1..=80);
             let width = rng.usize(1..=slots.min(57));
             let keys = rng.usize(0..=slots + 2);
@@ -484,7 +486,7 @@ mod tests {
             }
         }
         assert!(
-            failed > 1000 && solved > 1000,
+            failed > systems / 20 && solved > systems / 20,
             "{failed} failed, {solved} solved"
         );
     }
