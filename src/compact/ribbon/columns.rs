@@ -2,14 +2,14 @@
 //! window is the 64 bits at payload bit `start + j * m`, shifted to that bit, masked by the
 //! coefficients; its parity must be bit `j` of the result. The scalar query reads the columns
 //! one after another; here they are lanes: eight a vector with AVX-512 (its byte permutes
-//! or its gather, and its popcount of each lane), four with AVX2 (a popcount from nibble tables). The rule is
-//! `Readable::may_match`'s, lane for lane.
+//! or its gather, and its popcount of each lane), four with AVX2 (a popcount from nibble
+//! tables). The rule is `Readable::may_match`'s, lane for lane.
 //!
 //! Each window's read is the scalar one's: its byte `min(bit / 8, len - 8)` and its shift the
 //! rest of the bit, so that no read leaves the filter, and a window ends inside the payload
-//! (`query.rs`). Lanes past the last column gather nothing and hold zero, whose parity is the
-//! result's bit there (zero: the result has one bit a column). A vector of columns that fails
-//! ends the check: an absent key fails its first vector but once in 256 (AVX-512).
+//! (`query.rs`). Lanes past the last column are not tested, whatever they read. A vector of
+//! columns that fails ends the check: an absent key fails its first vector but once in 256
+//! (AVX-512).
 
 #![allow(unsafe_code)] // AVX-512 and AVX2 versions of a narrow filter's column check
 
@@ -157,8 +157,18 @@ mod x86 {
         columns: u32,
     ) -> bool {
         if bytes.len() > 128 {
-            // SAFETY: as for this function.
-            return unsafe { gathered_avx512(bytes, slots, equation, columns) };
+            return lanes_hold(bytes, slots, equation, columns, |byte, taken| {
+                // SAFETY: each taken lane reads 8 bytes at a byte at most `len - 8` of
+                // `bytes` (`lanes_hold`'s clamp).
+                unsafe {
+                    _mm512_mask_i64gather_epi64::<1>(
+                        _mm512_setzero_si512(),
+                        taken,
+                        byte,
+                        bytes.as_ptr().cast(),
+                    )
+                }
+            });
         }
         // The filter's bytes, zero past its end: masked loads read none of those.
         let len = bytes.len() as u32;
@@ -171,16 +181,6 @@ mod x86 {
                 _mm512_maskz_loadu_epi8(high_mask, bytes.as_ptr().add(64.min(bytes.len())).cast()),
             )
         };
-        let lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-        let mut bits = _mm512_add_epi64(
-            _mm512_set1_epi64(equation.start as i64),
-            _mm512_mullo_epi64(lane, _mm512_set1_epi64(slots as i64)),
-        );
-        let step = _mm512_set1_epi64(slots.wrapping_mul(8) as i64);
-        let last = _mm512_set1_epi64(i64::from(len - 8));
-        let coefficients = _mm512_set1_epi64(equation.coefficients as i64);
-        let mut results = _mm512_srlv_epi64(_mm512_set1_epi64(i64::from(equation.result)), lane);
-        let one = _mm512_set1_epi64(1);
         // Each lane's first byte copied to its eight, then 0 to 7 added: the byte indices
         // of each lane's eight bytes (at most 127: no carry between bytes).
         let spread = _mm512_set_epi64(
@@ -194,39 +194,22 @@ mod x86 {
             0,
         );
         let within = _mm512_set1_epi64(0x0706_0504_0302_0100);
-        let mut left = columns;
-        loop {
-            let taken: __mmask8 = if left >= 8 { 0xff } else { (1 << left) - 1 };
-            let byte = _mm512_min_epu64(_mm512_srli_epi64::<3>(bits), last);
-            let shift = _mm512_sub_epi64(bits, _mm512_slli_epi64::<3>(byte));
+        lanes_hold(bytes, slots, equation, columns, |byte, _| {
             let indices = _mm512_add_epi8(_mm512_permutexvar_epi8(spread, byte), within);
-            let words = _mm512_permutex2var_epi8(low, indices, high);
-            let windows = _mm512_and_si512(_mm512_srlv_epi64(words, shift), coefficients);
-            let parities = _mm512_xor_si512(_mm512_popcnt_epi64(windows), results);
-            if _mm512_mask_test_epi64_mask(taken, parities, one) != 0 {
-                return false;
-            }
-            if left <= 8 {
-                return true;
-            }
-            left -= 8;
-            bits = _mm512_add_epi64(bits, step);
-            results = _mm512_srli_epi64::<8>(results);
-        }
+            _mm512_permutex2var_epi8(low, indices, high)
+        })
     }
 
-    /// [`hold_avx512`] on a filter of more than 128 bytes: each window gathered.
-    ///
-    /// # Safety
-    ///
-    /// As for [`hold_avx512`].
+    /// The column check of [`hold_avx512`], eight columns a vector, with `words` giving
+    /// the taken lanes' 8 bytes at each lane's byte (at most `len - 8`).
     #[inline]
-    #[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq")]
-    unsafe fn gathered_avx512(
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vbmi,avx512vpopcntdq")]
+    fn lanes_hold(
         bytes: &[u8],
         slots: u64,
         equation: &Equation<u64>,
         columns: u32,
+        words: impl Fn(__m512i, __mmask8) -> __m512i,
     ) -> bool {
         let lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
         let mut bits = _mm512_add_epi64(
@@ -243,18 +226,10 @@ mod x86 {
             let taken: __mmask8 = if left >= 8 { 0xff } else { (1 << left) - 1 };
             let byte = _mm512_min_epu64(_mm512_srli_epi64::<3>(bits), last);
             let shift = _mm512_sub_epi64(bits, _mm512_slli_epi64::<3>(byte));
-            // SAFETY: each taken lane reads 8 bytes at a byte at most `len - 8` of `bytes`.
-            let words = unsafe {
-                _mm512_mask_i64gather_epi64::<1>(
-                    _mm512_setzero_si512(),
-                    taken,
-                    byte,
-                    bytes.as_ptr().cast(),
-                )
-            };
-            let windows = _mm512_and_si512(_mm512_srlv_epi64(words, shift), coefficients);
+            let windows =
+                _mm512_and_si512(_mm512_srlv_epi64(words(byte, taken), shift), coefficients);
             let parities = _mm512_xor_si512(_mm512_popcnt_epi64(windows), results);
-            if _mm512_test_epi64_mask(parities, one) != 0 {
+            if _mm512_mask_test_epi64_mask(taken, parities, one) != 0 {
                 return false;
             }
             if left <= 8 {
