@@ -11,7 +11,7 @@
 use std::ffi::OsString;
 
 use leveldb_bloom::Format;
-use leveldb_bloom_dropin_statistics::{Copy, Statistics};
+use leveldb_bloom_dropin_statistics::{Copy, Counters, Statistics};
 use std::sync::OnceLock;
 use std::sync::atomic::{
     AtomicPtr, AtomicU8, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
@@ -205,32 +205,31 @@ pub(crate) fn at_load() {
 /// parent reports it).
 static FORK_BASE: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
 
-/// The counters the statistics file reports: policies (answered, served, declined,
-/// refused), filters built, keys, queries, "no match" answers.
-fn counters() -> [u64; 8] {
+/// The counters the statistics file reports.
+fn counters() -> Counters {
     let stats = leveldb_bloom::global_stats();
-    [
-        POLICIES.load(Relaxed),
-        SERVED.load(Relaxed),
-        DECLINED.load(Relaxed),
-        REFUSED.load(Relaxed),
-        stats.filters_built,
-        stats.keys_added,
-        stats.queries,
-        stats.no_match,
-    ]
+    Counters {
+        dropin_policies: POLICIES.load(Relaxed),
+        policies_served: SERVED.load(Relaxed),
+        policies_declined: DECLINED.load(Relaxed),
+        policies_refused: REFUSED.load(Relaxed),
+        filters_built: stats.filters_built,
+        keys_added: stats.keys_added,
+        queries: stats.queries,
+        no_match: stats.no_match,
+    }
 }
 
 /// The counters of this process's own work (a forked child's since the fork).
-fn own_counters() -> [u64; 8] {
-    let now = counters();
-    std::array::from_fn(|i| now[i].saturating_sub(FORK_BASE[i].load(Relaxed)))
+fn own_counters() -> Counters {
+    let base = Counters::from_array(FORK_BASE.each_ref().map(|base| base.load(Relaxed)));
+    counters().since(base)
 }
 
 /// In a forked child: its counts start from what it inherited, and it has an ID of its own.
 #[cfg(unix)]
 extern "C" fn forked() {
-    for (base, now) in FORK_BASE.iter().zip(counters()) {
+    for (base, now) in FORK_BASE.iter().zip(counters().to_array()) {
         base.store(now, Relaxed);
     }
     FORKED_FROM.store(PID.load(Relaxed), Relaxed);
@@ -340,9 +339,10 @@ fn statistics(loaded_at_ns: u128, pid: u64) -> Statistics {
     if formats.is_empty() {
         formats.push(format);
     }
-    let mut statistics = Statistics {
+    Statistics {
         formats,
         bits_per_key,
+        counters,
         pid,
         loaded_at_ns,
         forked_from: Some(FORKED_FROM.load(Relaxed)).filter(|&parent| parent != 0),
@@ -354,10 +354,7 @@ fn statistics(loaded_at_ns: u128, pid: u64) -> Statistics {
         served: lines("leveldb="),
         declined: lines("declined="),
         refused: lines("refused="),
-        ..Statistics::default()
-    };
-    statistics.set_counters(counters);
-    statistics
+    }
 }
 
 extern "C" fn write_at_exit() {
@@ -389,7 +386,9 @@ fn write_now() {
                     || theirs.started == ours.started);
             if same_process {
                 ours = ours.with_other_copies(&theirs);
-            } else if own_counters()[0] == 0 && theirs.loaded_at_ns >= at_load.loaded_at {
+            } else if own_counters().dropin_policies == 0
+                && theirs.loaded_at_ns >= at_load.loaded_at
+            {
                 return;
             }
         }

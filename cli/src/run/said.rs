@@ -75,9 +75,9 @@ fn policies(summary: &Summary, text: &mut String) {
         } else {
             "processes"
         },
-        summary.policies_served,
-        summary.policies_declined,
-        summary.policies_refused,
+        summary.counters.policies_served,
+        summary.counters.policies_declined,
+        summary.counters.policies_refused,
     );
     for line in &summary.served {
         let _ = writeln!(text, "    {line}");
@@ -92,11 +92,11 @@ fn policies(summary: &Summary, text: &mut String) {
 
 /// The filters' format and bits per key, what was built and asked, and the share ruled out.
 fn filters(summary: &Summary, text: &mut String) {
-    let ruled_out = if summary.queries > 0 {
+    let ruled_out = if summary.counters.queries > 0 {
         format!(
             "{} ({:.1}%)",
-            summary.no_match,
-            100.0 * summary.no_match as f64 / summary.queries as f64
+            summary.counters.no_match,
+            100.0 * summary.counters.no_match as f64 / summary.counters.queries as f64
         )
     } else {
         "0".into()
@@ -110,9 +110,9 @@ fn filters(summary: &Summary, text: &mut String) {
             .map_or("the program's bits per key".to_owned(), |b| format!(
                 "{b} bits per key"
             )),
-        summary.filters_built,
-        summary.keys_added,
-        summary.queries
+        summary.counters.filters_built,
+        summary.counters.keys_added,
+        summary.counters.queries
     );
 }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use leveldb_bloom::Format;
-use leveldb_bloom_dropin_statistics::Statistics;
+use leveldb_bloom_dropin_statistics::{Counters, Statistics};
 
 /// What the drop-in did in every process of the program, summed.
 #[derive(Debug, Default, Serialize)]
@@ -27,21 +27,15 @@ pub struct Summary {
     /// The bits per key the drop-in was told (`--bits-per-key`); null where the program's
     /// own were used (or no process reported).
     pub bits_per_key: Option<f64>,
-    /// `NewBloomFilterPolicy` calls answered: with the drop-in's policy, with the LevelDB's
-    /// own (declined), with none (refused).
-    pub policies_served: u64,
-    pub policies_declined: u64,
-    pub policies_refused: u64,
+    /// What the drop-in counted, summed (in JSON, each counter a field).
+    #[serde(flatten)]
+    pub counters: Counters,
     /// The LevelDBs served, each with whose code writes its filters.
     pub served: Vec<String>,
     /// The LevelDBs declined, each with why.
     pub declined: Vec<String>,
     /// Why policies were refused.
     pub refused: Vec<String>,
-    pub filters_built: u64,
-    pub keys_added: u64,
-    pub queries: u64,
-    pub no_match: u64,
     /// For compact filters at a known bits per key: table reads saved against Bloom
     /// filters of the same size (absent keys Bloom's expected rate would let through,
     /// less those compact filters let through).
@@ -67,14 +61,8 @@ impl Summary {
                 }
             }
         }
-        self.policies_served += file.policies_served;
-        self.policies_declined += file.policies_declined;
-        self.policies_refused += file.policies_refused;
-        self.filters_built += file.filters_built;
-        self.keys_added += file.keys_added;
-        self.queries += file.queries;
-        self.no_match += file.no_match;
-        let used = file.dropin_policies > 0 || file.filters_built > 0;
+        self.counters = self.counters.plus(file.counters);
+        let used = file.counters.dropin_policies > 0 || file.counters.filters_built > 0;
         if used || self.formats.is_empty() {
             self.formats = file.formats;
             self.bits_per_key = file.bits_per_key;
@@ -126,7 +114,7 @@ pub(super) fn summarize(folder: &Path, summary: &mut Summary) {
     summary.table_reads_saved = super::savings::table_reads_saved(
         summary.compact_only(),
         summary.bits_per_key,
-        summary.no_match,
+        summary.counters.no_match,
     );
 }
 

@@ -39,20 +39,14 @@ pub struct Statistics {
     pub formats: Vec<Format>,
     /// The bits per key the environment set; `None` where the program's own are used.
     pub bits_per_key: Option<f64>,
-    pub dropin_policies: u64,
-    pub policies_served: u64,
-    pub policies_declined: u64,
-    pub policies_refused: u64,
-    pub filters_built: u64,
-    pub keys_added: u64,
-    pub queries: u64,
-    pub no_match: u64,
+    /// The counters, summed over every copy of the drop-in in the process.
+    pub counters: Counters,
     pub pid: u64,
     pub loaded_at_ns: u128,
     pub forked_from: Option<u64>,
     /// When the process started (clock ticks after boot): with `pid`, which process wrote.
     pub started: Option<u64>,
-    /// Each copy of the drop-in's own counters (the fields above sum them).
+    /// Each copy of the drop-in's own counters (`counters` sums them).
     pub copies: Vec<Copy>,
     /// For each LevelDB served: which one, and whose code writes its filters.
     pub served: Vec<String>,
@@ -62,12 +56,72 @@ pub struct Statistics {
     pub refused: Vec<String>,
 }
 
-/// One copy of the drop-in in a process: who it is, and its counters (in the order of
-/// [`Statistics::counters`]).
+/// One copy of the drop-in in a process: who it is, and its counters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Copy {
     pub id: String,
-    pub counters: [u64; 8],
+    pub counters: Counters,
+}
+
+/// [`Counters`] from one list of its fields, in the file's order: the struct, its names in
+/// the file and its values as an array all follow the list.
+macro_rules! counters {
+    ($($(#[doc = $doc:literal])* $name:ident,)*) => {
+        /// What the drop-in counts, in the file's order (a `copy=` line's too).
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+        pub struct Counters {
+            $($(#[doc = $doc])* pub $name: u64,)*
+        }
+
+        impl Counters {
+            /// Their names in the file, in its order.
+            pub const NAMES: [&'static str; 8] = [$(stringify!($name)),*];
+
+            /// The values, in the file's order.
+            pub const fn to_array(self) -> [u64; 8] {
+                [$(self.$name),*]
+            }
+
+            /// The counters of values in the file's order.
+            pub const fn from_array(values: [u64; 8]) -> Counters {
+                let [$($name),*] = values;
+                Counters { $($name),* }
+            }
+        }
+    };
+}
+
+counters! {
+    /// `NewBloomFilterPolicy` calls answered, of which: with the drop-in's policy (served),
+    /// with the LevelDB's own (declined), with none (refused).
+    dropin_policies,
+    policies_served,
+    policies_declined,
+    policies_refused,
+    /// Filters made for the drop-in's policies, and their keys.
+    filters_built,
+    keys_added,
+    /// Queries the drop-in's policies answered, and "no match" among them.
+    queries,
+    no_match,
+}
+
+impl Counters {
+    /// Each counter of `self` and `other` added (at most `u64::MAX`).
+    pub fn plus(self, other: Counters) -> Counters {
+        self.zip(other, u64::saturating_add)
+    }
+
+    /// Each counter of `self` less `other`'s (at least 0): what came since `other`.
+    pub fn since(self, other: Counters) -> Counters {
+        self.zip(other, u64::saturating_sub)
+    }
+
+    fn zip(self, other: Counters, f: fn(u64, u64) -> u64) -> Counters {
+        let (a, b) = (self.to_array(), other.to_array());
+        Counters::from_array(std::array::from_fn(|i| f(a[i], b[i])))
+    }
 }
 
 /// What the file's `served=` says.
@@ -97,9 +151,10 @@ impl Served {
 impl Statistics {
     /// Whether the drop-in served.
     pub fn served(&self) -> Served {
+        let counters = &self.counters;
         match (
-            self.policies_served,
-            self.policies_declined + self.policies_refused,
+            counters.policies_served,
+            counters.policies_declined + counters.policies_refused,
         ) {
             (0, 0) => Served::No,
             (_, 0) => Served::Yes,
@@ -121,7 +176,7 @@ impl Statistics {
             .bits_per_key
             .map_or_else(|| "program".to_owned(), |bits| bits.to_string());
         text.push_str(&format!("format={format}\nbits_per_key={bits}\n"));
-        for (name, value) in self.counts() {
+        for (name, value) in Counters::NAMES.iter().zip(self.counters.to_array()) {
             text.push_str(&format!("{name}={value}\n"));
         }
         text.push_str(&format!(
@@ -135,7 +190,7 @@ impl Statistics {
             text.push_str(&format!("started={started}\n"));
         }
         for copy in &self.copies {
-            let counters: Vec<String> = copy.counters.iter().map(u64::to_string).collect();
+            let counters: Vec<String> = copy.counters.to_array().map(|n| n.to_string()).into();
             text.push_str(&format!("copy={}:{}\n", copy.id, counters.join(",")));
         }
         for (key, lines) in [
@@ -150,25 +205,6 @@ impl Statistics {
         text
     }
 
-    /// The counters, in the file's order.
-    pub fn counters(&self) -> [u64; 8] {
-        self.counts().map(|(_, value)| value)
-    }
-
-    /// Sets the counters, in the file's order.
-    pub fn set_counters(&mut self, counters: [u64; 8]) {
-        [
-            self.dropin_policies,
-            self.policies_served,
-            self.policies_declined,
-            self.policies_refused,
-            self.filters_built,
-            self.keys_added,
-            self.queries,
-            self.no_match,
-        ] = counters;
-    }
-
     /// These statistics (one copy's, with its `copy=` line) with what `theirs` (the same
     /// process's file) says of the other copies: their lines kept, the counters summed over
     /// every copy, what each said said once, the formats of all.
@@ -181,13 +217,8 @@ impl Statistics {
             .cloned()
             .collect();
         self.copies.extend(others);
-        let mut sums = [0u64; 8];
-        for copy in &self.copies {
-            for (sum, n) in sums.iter_mut().zip(copy.counters) {
-                *sum = sum.saturating_add(n);
-            }
-        }
-        self.set_counters(sums);
+        self.counters =
+            (self.copies.iter()).fold(Counters::default(), |sum, copy| sum.plus(copy.counters));
         for (ours, theirs) in [
             (&mut self.served, &theirs.served),
             (&mut self.declined, &theirs.declined),
@@ -208,20 +239,6 @@ impl Statistics {
         self
     }
 
-    /// The counters, by their names in the file.
-    fn counts(&self) -> [(&'static str, u64); 8] {
-        [
-            ("dropin_policies", self.dropin_policies),
-            ("policies_served", self.policies_served),
-            ("policies_declined", self.policies_declined),
-            ("policies_refused", self.policies_refused),
-            ("filters_built", self.filters_built),
-            ("keys_added", self.keys_added),
-            ("queries", self.queries),
-            ("no_match", self.no_match),
-        ]
-    }
-
     /// The statistics a file's text says; what it does not say (an older drop-in's file, a
     /// line cut off) is left at its default.
     pub fn parse(text: &str) -> Statistics {
@@ -231,19 +248,17 @@ impl Statistics {
                 continue;
             };
             let number = || value.parse::<u64>().unwrap_or(0);
+            if let Some(i) = Counters::NAMES.iter().position(|&name| name == key) {
+                let mut values = stats.counters.to_array();
+                values[i] = number();
+                stats.counters = Counters::from_array(values);
+                continue;
+            }
             match key {
                 "format" => {
                     stats.formats = value.split(',').filter_map(Format::from_name).collect();
                 }
                 "bits_per_key" => stats.bits_per_key = value.parse().ok(),
-                "dropin_policies" => stats.dropin_policies = number(),
-                "policies_served" => stats.policies_served = number(),
-                "policies_declined" => stats.policies_declined = number(),
-                "policies_refused" => stats.policies_refused = number(),
-                "filters_built" => stats.filters_built = number(),
-                "keys_added" => stats.keys_added = number(),
-                "queries" => stats.queries = number(),
-                "no_match" => stats.no_match = number(),
                 "pid" => stats.pid = number(),
                 "loaded_at_ns" => stats.loaded_at_ns = value.parse().unwrap_or(0),
                 "forked_from" => stats.forked_from = value.parse().ok(),
@@ -269,7 +284,7 @@ impl Copy {
             .collect::<Option<_>>()?;
         Some(Copy {
             id: id.to_owned(),
-            counters: numbers.try_into().ok()?,
+            counters: Counters::from_array(numbers.try_into().ok()?),
         })
     }
 }
@@ -283,13 +298,16 @@ mod tests {
         let stats = Statistics {
             formats: vec![Format::Bloom, Format::Compact],
             bits_per_key: Some(7.5),
-            dropin_policies: 3,
-            policies_served: 2,
-            policies_declined: 1,
-            filters_built: 10,
-            keys_added: 1000,
-            queries: 500,
-            no_match: 400,
+            counters: Counters {
+                dropin_policies: 3,
+                policies_served: 2,
+                policies_declined: 1,
+                filters_built: 10,
+                keys_added: 1000,
+                queries: 500,
+                no_match: 400,
+                ..Counters::default()
+            },
             pid: 42,
             loaded_at_ns: 1_795_916_973_688_917_873,
             forked_from: Some(41),
@@ -310,31 +328,34 @@ mod tests {
     #[test]
     fn copies_in_one_process_sum_and_each_replaces_only_its_own_line() {
         let copy = |id: &str, served: u64, line: &str, format| {
-            let mut stats = Statistics {
+            let counters = Counters::from_array([served, served, 0, 0, 10 * served, 0, 0, 0]);
+            Statistics {
                 formats: vec![format],
+                counters,
                 pid: 9,
                 loaded_at_ns: served.into(),
                 served: vec![line.to_owned()],
                 copies: vec![Copy {
                     id: id.to_owned(),
-                    counters: [served, served, 0, 0, 10 * served, 0, 0, 0],
+                    counters,
                 }],
                 ..Statistics::default()
-            };
-            stats.set_counters(stats.copies[0].counters);
-            stats
+            }
         };
         let a = copy("a", 2, "leveldb=A", Format::Bloom);
         let file = Statistics::parse(&a.to_text());
         let both = copy("b", 3, "leveldb=B", Format::Compact).with_other_copies(&file);
-        assert_eq!((both.policies_served, both.filters_built), (5, 50));
+        assert_eq!(
+            (both.counters.policies_served, both.counters.filters_built),
+            (5, 50)
+        );
         assert_eq!(both.served, ["leveldb=B", "leveldb=A"]);
         assert_eq!(both.formats, [Format::Compact, Format::Bloom]);
         assert_eq!(both.loaded_at_ns, 2);
         // A's later word replaces its own line only.
         let file = Statistics::parse(&both.to_text());
         let again = copy("a", 4, "leveldb=A", Format::Bloom).with_other_copies(&file);
-        assert_eq!(again.policies_served, 7);
+        assert_eq!(again.counters.policies_served, 7);
         assert_eq!(again.copies.len(), 2);
         assert_eq!(Statistics::parse(&again.to_text()), again);
     }
@@ -351,9 +372,12 @@ mod tests {
     #[test]
     fn served_says_what_the_policies_were() {
         let with = |served, declined, refused| Statistics {
-            policies_served: served,
-            policies_declined: declined,
-            policies_refused: refused,
+            counters: Counters {
+                policies_served: served,
+                policies_declined: declined,
+                policies_refused: refused,
+                ..Counters::default()
+            },
             ..Statistics::default()
         };
         assert_eq!(with(0, 0, 0).served(), Served::No);
