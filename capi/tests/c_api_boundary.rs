@@ -49,6 +49,11 @@ const INVALID: Answer = Status(LEVELDB_BLOOM_ERR_INVALID_ARGUMENT);
 const TOO_SMALL: Answer = Status(LEVELDB_BLOOM_ERR_BUFFER_TOO_SMALL);
 const ALWAYS_MATCH_FILTER: [u8; 2] = [0, 0];
 
+/// The name every policy gives: LevelDB's Bloom policy's, whose filters they read.
+fn leveldb_name() -> Answer {
+    Text("leveldb.BuiltinBloomFilter2".into())
+}
+
 fn status(code: c_int) -> Answer {
     Status(leveldb_bloom_status::try_from(code).expect("a documented status"))
 }
@@ -57,12 +62,26 @@ fn pointer<T>(p: *const T) -> Answer {
     if p.is_null() { Null } else { NotNull }
 }
 
-/// Whether a policy was created; destroys it.
-fn created(p: *mut leveldb_bloom_policy) -> Answer {
-    let answer = pointer(p);
+/// `Returned`, once `call` has.
+fn returned(call: impl FnOnce()) -> Answer {
+    call();
+    Returned
+}
+
+/// `answer` of a policy just created (or NULL), which it then destroys.
+fn of_policy<T>(
+    p: *mut leveldb_bloom_policy,
+    answer: impl FnOnce(*mut leveldb_bloom_policy) -> T,
+) -> T {
+    let answer = answer(p);
     // SAFETY: NULL or a policy just created, destroyed once.
     unsafe { leveldb_bloom_policy_destroy(p) };
     answer
+}
+
+/// Whether a policy was created; destroys it.
+fn created(p: *mut leveldb_bloom_policy) -> Answer {
+    of_policy(p, |p| pointer(p))
 }
 
 /// # Safety
@@ -95,10 +114,9 @@ unsafe fn take_filter(filter: *mut c_char, len: usize) -> Answer {
 
 /// A batch call's status and its `n` results, which start as 0x55 (so that what the call
 /// left alone shows).
-fn results(n: usize, call: &mut dyn FnMut(*mut u8) -> c_int) -> Answer {
+fn results(n: usize, call: impl FnOnce(*mut u8) -> Answer) -> Answer {
     let mut r = vec![0x55u8; n];
-    let code = call(r.as_mut_ptr());
-    let Status(s) = status(code) else {
+    let Status(s) = call(r.as_mut_ptr()) else {
         unreachable!()
     };
     Batch(s, r)
@@ -112,8 +130,10 @@ struct Fixture<'k, P> {
     /// A filter block builder of `p`.
     b: *mut leveldb_bloom_filter_block_builder,
     key: &'static [u8],
-    /// Certainly absent from `filter`.
-    absent: [u8; 4],
+    /// Certainly absent from `filter`. On the heap, like the filters: the rows hold pointers
+    /// to it across calls that reborrow the whole fixture, which would invalidate pointers
+    /// into the fixture itself (Stacked Borrows).
+    absent: Vec<u8>,
     /// Of `key`, as the Rust policy builds it.
     filter: Vec<u8>,
     no_keys_filter: Vec<u8>,
@@ -161,7 +181,8 @@ impl<'k, P: FilterPolicy + Clone> Fixture<'k, P> {
         let absent = (0..1000u32)
             .map(u32::to_le_bytes)
             .find(|k| !kind.rust.key_may_match(k, &filter))
-            .expect("some key is certainly absent");
+            .expect("some key is certainly absent")
+            .to_vec();
         let mut rust_block = FilterBlockBuilder::new(kind.rust.clone());
         rust_block.start_block(0).unwrap();
         rust_block.add_key(b"").unwrap();
@@ -257,6 +278,141 @@ impl<P> Drop for Fixture<'_, P> {
     }
 }
 
+/// The arguments of a call of any function `probes!` lists, by the rows' names; the values
+/// of `Fixture::probe` make a call that succeeds.
+#[derive(Clone, Copy)]
+struct Call {
+    p: *const leveldb_bloom_policy,
+    /// LevelDB's callbacks' state.
+    state: *mut c_void,
+    b: *mut leveldb_bloom_filter_block_builder,
+    keys: *const *const c_char,
+    lens: *const usize,
+    n: usize,
+    /// The callbacks' count of keys.
+    num_keys: c_int,
+    slices: *const leveldb_bloom_slice,
+    key: *const c_char,
+    key_len: usize,
+    f: *const u8,
+    fl: usize,
+    out: *mut u8,
+    cap: usize,
+    /// Also the create callback's filter length.
+    out_len: *mut usize,
+    results: *mut u8,
+    block: *const u8,
+    block_len: usize,
+    offset: u64,
+    offsets: *const u64,
+    /// The builder's block, when it finishes.
+    finished: *mut *const u8,
+    finished_len: *mut usize,
+}
+
+impl<P: FilterPolicy + Clone> Fixture<'_, P> {
+    /// Makes `call` with the arguments of a call that succeeds, as `change` changes them:
+    /// `key` into `buf` (its filter, its results), `key` in `filter` and at offset 0 of
+    /// `rust_block`, the builder's block into `block`.
+    fn probe(
+        &mut self,
+        change: impl FnOnce(&mut Call),
+        call: impl FnOnce(Call) -> Answer,
+    ) -> Answer {
+        let arg = self.args();
+        // Once: each `as_mut_ptr` would invalidate the pointers taken before it.
+        let buf = self.buf.as_mut_ptr();
+        let mut c = Call {
+            p: arg.p,
+            state: arg.state,
+            b: arg.b,
+            keys: arg.keys.as_ptr(),
+            lens: arg.lens.as_ptr(),
+            n: 1,
+            num_keys: 1,
+            slices: arg.slices.as_ptr(),
+            key: arg.k,
+            key_len: arg.kl,
+            f: arg.f,
+            fl: arg.fl,
+            out: buf,
+            cap: 64,
+            out_len: &mut self.len,
+            results: buf,
+            block: self.rust_block.as_ptr(),
+            block_len: self.rust_block.len(),
+            offset: 0,
+            offsets: &0,
+            finished: &mut self.block,
+            finished_len: &mut self.block_len,
+        };
+        change(&mut c);
+        call(c)
+    }
+}
+
+/// Each function the rows probe, as a `Fixture` method of its name that makes the call
+/// (`Fixture::probe`) and answers as the expression after `=>`. A row states only what it
+/// changes, `fx.create_filter(|c| c.keys = null())`, and that is its name in a failure
+/// report. The name after `/`, for the batch functions: the same call into results of its
+/// own (`results`).
+macro_rules! probes {
+    ($($method:ident $(/ $into:ident)? ($c:ident) => $answer:expr;)+) => {
+        impl<P: FilterPolicy + Clone> Fixture<'_, P> {
+            $(
+                /// # Safety
+                /// As `Fixture::rows` says.
+                unsafe fn $method(&mut self, change: impl FnOnce(&mut Call)) -> Answer {
+                    // SAFETY: forwarded.
+                    self.probe(change, |$c| unsafe { $answer })
+                }
+
+                $(
+                    /// # Safety
+                    /// As `Fixture::rows` says.
+                    unsafe fn $into(&mut self, n: usize, change: impl FnOnce(&mut Call)) -> Answer {
+                        // SAFETY: forwarded, with `n` results.
+                        results(n, |r| unsafe {
+                            self.$method(|c| {
+                                change(c);
+                                c.results = r;
+                            })
+                        })
+                    }
+                )?
+            )+
+        }
+    };
+}
+
+probes! {
+    create_filter(c) =>
+        status(leveldb_bloom_create_filter(c.p, c.keys, c.lens, c.n, c.out, c.cap, c.out_len));
+    create_filter_slices(c) =>
+        status(leveldb_bloom_create_filter_slices(c.p, c.slices, c.n, c.out, c.cap, c.out_len));
+    key_may_match(c) => Bool(leveldb_bloom_key_may_match(c.p, c.key, c.key_len, c.f, c.fl));
+    key_may_match_batch / key_may_match_batch_into(c) =>
+        status(leveldb_bloom_key_may_match_batch(c.p, c.keys, c.lens, c.n, c.f, c.fl, c.results));
+    cb_create_filter(c) => {
+        let filter = leveldb_bloom_cb_create_filter(c.state, c.keys, c.lens, c.num_keys, c.out_len);
+        if c.out_len.is_null() {
+            pointer(filter)
+        } else {
+            take_filter(filter, *c.out_len)
+        }
+    };
+    cb_key_may_match(c) =>
+        Size(leveldb_bloom_cb_key_may_match(c.state, c.key, c.key_len, c.f.cast(), c.fl).into());
+    finish(c) => status(leveldb_bloom_filter_block_builder_finish(c.b, c.finished, c.finished_len));
+    block_may_match(c) => Bool(leveldb_bloom_filter_block_may_match(
+        c.p, c.block, c.block_len, c.offset, c.key, c.key_len,
+    ));
+    block_may_match_batch / block_may_match_batch_into(c) =>
+        status(leveldb_bloom_filter_block_may_match_batch(
+            c.p, c.block, c.block_len, c.offsets, c.keys, c.lens, c.n, c.results,
+        ));
+}
+
 fn rust_filter<P: FilterPolicy>(policy: &P, keys: &[&[u8]]) -> Vec<u8> {
     let mut f = Vec::new();
     policy.create_filter(keys, &mut f).unwrap();
@@ -325,116 +481,36 @@ unsafe fn sizes_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<Ro
             row!(Size(leveldb_bloom_filter_len(p, 1)), Size(9)),
             row!(Size(leveldb_bloom_filter_len(p, 100)), Size(126)),
             row!(Size(leveldb_bloom_filter_len(p, usize::MAX)), Size(0)),
-            row!(
-                text(leveldb_bloom_policy_name(p)),
-                Text("leveldb.BuiltinBloomFilter2".into())
-            ),
+            row!(text(leveldb_bloom_policy_name(p)), leveldb_name()),
         ]
     }
 }
 
 /// `create_filter` and `create_filter_slices`: each pointer NULL, then lengths.
 unsafe fn create_filter_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<Row> {
-    let Args {
-        p,
-        keys,
-        lens,
-        huge_lens,
-        null_key,
-        slices,
-        null_slice,
-        ..
-    } = fx.args();
+    let arg = fx.args();
     // SAFETY: as `Fixture::rows` says.
     unsafe {
         vec![
             row!(
                 {
                     fx.len = 12345;
-                    status(leveldb_bloom_create_filter(
-                        null(),
-                        keys.as_ptr(),
-                        lens.as_ptr(),
-                        1,
-                        fx.buf.as_mut_ptr(),
-                        64,
-                        &mut fx.len,
-                    ))
+                    fx.create_filter(|c| c.p = null())
                 },
                 NULL_ARG
             ),
             // an error stores 0 in *out_len
             row!(Size(fx.len), Size(0)),
+            row!(fx.create_filter(|c| c.keys = null()), NULL_ARG),
+            row!(fx.create_filter(|c| c.lens = null()), NULL_ARG),
             row!(
-                status(leveldb_bloom_create_filter(
-                    p,
-                    null(),
-                    lens.as_ptr(),
-                    1,
-                    fx.buf.as_mut_ptr(),
-                    64,
-                    &mut fx.len,
-                )),
+                fx.create_filter(|c| (c.keys, c.lens) = (arg.null_key.as_ptr(), &3)),
                 NULL_ARG
             ),
+            row!(fx.create_filter(|c| c.out = null_mut()), NULL_ARG),
+            row!(fx.create_filter(|c| c.out_len = null_mut()), NULL_ARG),
             row!(
-                status(leveldb_bloom_create_filter(
-                    p,
-                    keys.as_ptr(),
-                    null(),
-                    1,
-                    fx.buf.as_mut_ptr(),
-                    64,
-                    &mut fx.len,
-                )),
-                NULL_ARG
-            ),
-            row!(
-                status(leveldb_bloom_create_filter(
-                    p,
-                    null_key.as_ptr(),
-                    [3usize].as_ptr(),
-                    1,
-                    fx.buf.as_mut_ptr(),
-                    64,
-                    &mut fx.len,
-                )),
-                NULL_ARG
-            ),
-            row!(
-                status(leveldb_bloom_create_filter(
-                    p,
-                    keys.as_ptr(),
-                    lens.as_ptr(),
-                    1,
-                    null_mut(),
-                    64,
-                    &mut fx.len,
-                )),
-                NULL_ARG
-            ),
-            row!(
-                status(leveldb_bloom_create_filter(
-                    p,
-                    keys.as_ptr(),
-                    lens.as_ptr(),
-                    1,
-                    fx.buf.as_mut_ptr(),
-                    64,
-                    null_mut(),
-                )),
-                NULL_ARG
-            ),
-            row!(
-                status(leveldb_bloom_create_filter(
-                    p,
-                    null(),
-                    null(),
-                    0,
-                    fx.buf.as_mut_ptr(),
-                    64,
-                    &mut fx.len,
-                )),
+                fx.create_filter(|c| (c.keys, c.lens, c.n) = (null(), null(), 0)),
                 OK
             ),
             // its bytes
@@ -444,15 +520,7 @@ unsafe fn create_filter_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -
             ),
             // size query
             row!(
-                status(leveldb_bloom_create_filter(
-                    p,
-                    keys.as_ptr(),
-                    lens.as_ptr(),
-                    1,
-                    null_mut(),
-                    0,
-                    &mut fx.len,
-                )),
+                fx.create_filter(|c| (c.out, c.cap) = (null_mut(), 0)),
                 TOO_SMALL
             ),
             // needed length
@@ -460,15 +528,7 @@ unsafe fn create_filter_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -
             row!(
                 {
                     fx.buf.fill(0xa5);
-                    status(leveldb_bloom_create_filter(
-                        p,
-                        keys.as_ptr(),
-                        lens.as_ptr(),
-                        1,
-                        fx.buf.as_mut_ptr(),
-                        8,
-                        &mut fx.len,
-                    ))
+                    fx.create_filter(|c| c.cap = 8)
                 },
                 TOO_SMALL
             ),
@@ -477,39 +537,12 @@ unsafe fn create_filter_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -
             // nothing written
             row!(Bool(fx.buf.iter().all(|&b| b == 0xa5)), Bool(true)),
             row!(
-                status(leveldb_bloom_create_filter(
-                    p,
-                    keys.as_ptr(),
-                    huge_lens.as_ptr(),
-                    1,
-                    fx.buf.as_mut_ptr(),
-                    64,
-                    &mut fx.len,
-                )),
+                fx.create_filter(|c| c.lens = arg.huge_lens.as_ptr()),
                 INVALID
             ),
+            row!(fx.create_filter(|c| c.n = usize::MAX), INVALID),
             row!(
-                status(leveldb_bloom_create_filter(
-                    p,
-                    keys.as_ptr(),
-                    lens.as_ptr(),
-                    usize::MAX,
-                    fx.buf.as_mut_ptr(),
-                    64,
-                    &mut fx.len,
-                )),
-                INVALID
-            ),
-            row!(
-                status(leveldb_bloom_create_filter(
-                    p,
-                    null_key.as_ptr(),
-                    [0usize].as_ptr(),
-                    1,
-                    fx.buf.as_mut_ptr(),
-                    64,
-                    &mut fx.len,
-                )),
+                fx.create_filter(|c| (c.keys, c.lens) = (arg.null_key.as_ptr(), &0)),
                 OK
             ),
             // the empty key's filter
@@ -520,15 +553,7 @@ unsafe fn create_filter_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -
             row!(
                 {
                     fx.buf.fill(0xa5);
-                    status(leveldb_bloom_create_filter(
-                        p,
-                        keys.as_ptr(),
-                        lens.as_ptr(),
-                        1,
-                        fx.buf.as_mut_ptr(),
-                        64,
-                        &mut fx.len,
-                    ))
+                    fx.create_filter(|_| ())
                 },
                 OK
             ),
@@ -544,85 +569,21 @@ unsafe fn create_filter_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -
                 Bool(compact::is_compact(&fx.buf[..fx.len])),
                 Bool(fx.kind.name == "compact")
             ),
+            row!(fx.create_filter_slices(|c| c.p = null()), NULL_ARG),
+            row!(fx.create_filter_slices(|c| c.slices = null()), NULL_ARG),
             row!(
-                status(leveldb_bloom_create_filter_slices(
-                    null(),
-                    slices.as_ptr(),
-                    1,
-                    fx.buf.as_mut_ptr(),
-                    64,
-                    &mut fx.len,
-                )),
+                fx.create_filter_slices(|c| c.slices = arg.null_slice.as_ptr()),
                 NULL_ARG
             ),
+            row!(fx.create_filter_slices(|c| c.n = usize::MAX), INVALID),
             row!(
-                status(leveldb_bloom_create_filter_slices(
-                    p,
-                    null(),
-                    1,
-                    fx.buf.as_mut_ptr(),
-                    64,
-                    &mut fx.len,
-                )),
+                fx.create_filter_slices(|c| c.out_len = null_mut()),
                 NULL_ARG
             ),
-            row!(
-                status(leveldb_bloom_create_filter_slices(
-                    p,
-                    null_slice.as_ptr(),
-                    1,
-                    fx.buf.as_mut_ptr(),
-                    64,
-                    &mut fx.len,
-                )),
-                NULL_ARG
-            ),
-            row!(
-                status(leveldb_bloom_create_filter_slices(
-                    p,
-                    slices.as_ptr(),
-                    usize::MAX,
-                    fx.buf.as_mut_ptr(),
-                    64,
-                    &mut fx.len,
-                )),
-                INVALID
-            ),
-            row!(
-                status(leveldb_bloom_create_filter_slices(
-                    p,
-                    slices.as_ptr(),
-                    1,
-                    fx.buf.as_mut_ptr(),
-                    64,
-                    null_mut(),
-                )),
-                NULL_ARG
-            ),
-            row!(
-                status(leveldb_bloom_create_filter_slices(
-                    p,
-                    slices.as_ptr(),
-                    1,
-                    fx.buf.as_mut_ptr(),
-                    8,
-                    &mut fx.len,
-                )),
-                TOO_SMALL
-            ),
+            row!(fx.create_filter_slices(|c| c.cap = 8), TOO_SMALL),
             // needed length
             row!(Size(fx.len), Size(9)),
-            row!(
-                status(leveldb_bloom_create_filter_slices(
-                    p,
-                    slices.as_ptr(),
-                    1,
-                    fx.buf.as_mut_ptr(),
-                    64,
-                    &mut fx.len,
-                )),
-                OK
-            ),
+            row!(fx.create_filter_slices(|_| ()), OK),
             // its bytes
             row!(Filter(fx.buf[..fx.len].to_vec()), Filter(fx.filter.clone())),
         ]
@@ -631,178 +592,73 @@ unsafe fn create_filter_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -
 
 /// Queries: whatever cannot be answered may match.
 unsafe fn query_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<Row> {
-    let Args {
-        p,
-        keys,
-        lens,
-        huge_lens,
-        absent_keys,
-        k,
-        kl,
-        a,
-        al,
-        f,
-        fl,
-        ..
-    } = fx.args();
+    let arg = fx.args();
+    let (two_keys, two_lens) = ([arg.k, arg.a], [arg.kl, arg.al]);
     // SAFETY: as `Fixture::rows` says.
     unsafe {
         vec![
             row!(
-                Bool(leveldb_bloom_key_may_match(
-                    null(),
-                    b"x".as_ptr().cast(),
-                    1,
-                    f,
-                    fl,
-                )),
+                fx.key_may_match(|c| (c.p, c.key, c.key_len) = (null(), b"x".as_ptr().cast(), 1)),
                 Bool(true)
             ),
+            row!(fx.key_may_match(|_| ()), Bool(true)),
             row!(
-                Bool(leveldb_bloom_key_may_match(p, k, kl, f, fl)),
-                Bool(true)
-            ),
-            row!(
-                Bool(leveldb_bloom_key_may_match(p, a, al, f, fl)),
+                fx.key_may_match(|c| (c.key, c.key_len) = (arg.a, arg.al)),
                 Bool(false)
             ),
             row!(
-                Bool(leveldb_bloom_key_may_match(p, null(), 1, f, fl)),
+                fx.key_may_match(|c| (c.key, c.key_len) = (null(), 1)),
                 Bool(true)
             ),
-            row!(
-                Bool(leveldb_bloom_key_may_match(p, k, usize::MAX, f, fl)),
-                Bool(true)
-            ),
-            row!(
-                Bool(leveldb_bloom_key_may_match(p, k, kl, null(), 0)),
-                Bool(true)
-            ),
-            row!(
-                Bool(leveldb_bloom_key_may_match(p, k, kl, f, usize::MAX)),
-                Bool(true)
-            ),
-            row!(
-                Bool(leveldb_bloom_key_may_match(p, k, kl, f, 0)),
-                Bool(false)
-            ),
+            row!(fx.key_may_match(|c| c.key_len = usize::MAX), Bool(true)),
+            row!(fx.key_may_match(|c| (c.f, c.fl) = (null(), 0)), Bool(true)),
+            row!(fx.key_may_match(|c| c.fl = usize::MAX), Bool(true)),
+            row!(fx.key_may_match(|c| c.fl = 0), Bool(false)),
             // too short, LevelDB's answer
             row!(
-                Bool(leveldb_bloom_key_may_match(p, a, al, [0xffu8].as_ptr(), 1)),
+                fx.key_may_match(|c| (c.key, c.key_len, c.f, c.fl) = (arg.a, arg.al, &0xff, 1)),
                 Bool(false)
             ),
             row!(
-                Bool(leveldb_bloom_key_may_match(p, null(), 0, f, fl)),
+                fx.key_may_match(|c| (c.key, c.key_len) = (null(), 0)),
                 Bool(fx.kind.rust.key_may_match(b"", &fx.filter))
             ),
+            row!(fx.key_may_match_batch(|c| c.results = null_mut()), NULL_ARG),
             row!(
-                status(leveldb_bloom_key_may_match_batch(
-                    p,
-                    keys.as_ptr(),
-                    lens.as_ptr(),
-                    1,
-                    f,
-                    fl,
-                    null_mut(),
-                )),
-                NULL_ARG
-            ),
-            row!(
-                results(1, &mut |r| {
-                    leveldb_bloom_key_may_match_batch(
-                        null(),
-                        keys.as_ptr(),
-                        lens.as_ptr(),
-                        1,
-                        f,
-                        fl,
-                        r,
-                    )
-                }),
+                fx.key_may_match_batch_into(1, |c| c.p = null()),
                 Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1])
             ),
             row!(
-                results(1, &mut |r| {
-                    leveldb_bloom_key_may_match_batch(p, null(), lens.as_ptr(), 1, f, fl, r)
-                }),
+                fx.key_may_match_batch_into(1, |c| c.keys = null()),
                 Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1])
             ),
             row!(
-                results(1, &mut |r| {
-                    leveldb_bloom_key_may_match_batch(p, keys.as_ptr(), null(), 1, f, fl, r)
-                }),
+                fx.key_may_match_batch_into(1, |c| c.lens = null()),
                 Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1])
             ),
             row!(
-                results(1, &mut |r| {
-                    leveldb_bloom_key_may_match_batch(
-                        p,
-                        absent_keys.as_ptr(),
-                        [al].as_ptr(),
-                        1,
-                        null(),
-                        0,
-                        r,
-                    )
-                }),
+                fx.key_may_match_batch_into(1, |c| (c.keys, c.lens, c.f, c.fl) =
+                    (arg.absent_keys.as_ptr(), &arg.al, null(), 0)),
                 Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1])
             ),
             row!(
-                results(1, &mut |r| {
-                    leveldb_bloom_key_may_match_batch(
-                        p,
-                        keys.as_ptr(),
-                        huge_lens.as_ptr(),
-                        1,
-                        f,
-                        fl,
-                        r,
-                    )
-                }),
+                fx.key_may_match_batch_into(1, |c| c.lens = arg.huge_lens.as_ptr()),
                 Batch(LEVELDB_BLOOM_ERR_INVALID_ARGUMENT, vec![1])
             ),
+            row!(fx.key_may_match_batch(|c| c.n = usize::MAX), INVALID),
             row!(
-                status(leveldb_bloom_key_may_match_batch(
-                    p,
-                    keys.as_ptr(),
-                    lens.as_ptr(),
-                    usize::MAX,
-                    f,
-                    fl,
-                    fx.buf.as_mut_ptr(),
-                )),
-                INVALID
-            ),
-            row!(
-                status(leveldb_bloom_key_may_match_batch(
-                    p,
-                    null(),
-                    null(),
-                    0,
-                    f,
-                    fl,
-                    null_mut(),
-                )),
+                fx.key_may_match_batch(
+                    |c| (c.keys, c.lens, c.n, c.results) = (null(), null(), 0, null_mut())
+                ),
                 OK
             ),
             row!(
-                results(1, &mut |r| {
-                    leveldb_bloom_key_may_match_batch(p, keys.as_ptr(), lens.as_ptr(), 1, f, fl, r)
-                }),
+                fx.key_may_match_batch_into(1, |_| ()),
                 Batch(LEVELDB_BLOOM_OK, vec![1])
             ),
             row!(
-                results(3, &mut |r| {
-                    leveldb_bloom_key_may_match_batch(
-                        p,
-                        [k, a].as_ptr(),
-                        [kl, al].as_ptr(),
-                        2,
-                        f,
-                        fl,
-                        r,
-                    )
-                }),
+                fx.key_may_match_batch_into(3, |c| (c.keys, c.lens, c.n) =
+                    (two_keys.as_ptr(), two_lens.as_ptr(), 2)),
                 Batch(LEVELDB_BLOOM_OK, vec![1, 0, 0x55])
             ),
         ]
@@ -811,155 +667,61 @@ unsafe fn query_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<Ro
 
 /// LevelDB's callbacks, with the policy as state.
 unsafe fn callback_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<Row> {
-    let Args {
-        state,
-        keys,
-        lens,
-        huge_lens,
-        k,
-        kl,
-        a,
-        al,
-        f,
-        fl,
-        ..
-    } = fx.args();
+    let arg = fx.args();
     // SAFETY: as `Fixture::rows` says.
     unsafe {
         vec![
+            row!(fx.cb_create_filter(|c| c.out_len = null_mut()), Null),
             row!(
-                pointer(leveldb_bloom_cb_create_filter(
-                    state,
-                    keys.as_ptr(),
-                    lens.as_ptr(),
-                    1,
-                    null_mut(),
-                )),
-                Null
-            ),
-            row!(
-                take_filter(
-                    leveldb_bloom_cb_create_filter(
-                        null_mut(),
-                        keys.as_ptr(),
-                        lens.as_ptr(),
-                        1,
-                        &mut fx.len,
-                    ),
-                    fx.len,
-                ),
+                fx.cb_create_filter(|c| c.state = null_mut()),
                 Filter(ALWAYS_MATCH_FILTER.to_vec())
             ),
             row!(
-                take_filter(
-                    leveldb_bloom_cb_create_filter(
-                        state,
-                        keys.as_ptr(),
-                        lens.as_ptr(),
-                        -1,
-                        &mut fx.len,
-                    ),
-                    fx.len,
-                ),
+                fx.cb_create_filter(|c| c.num_keys = -1),
                 Filter(ALWAYS_MATCH_FILTER.to_vec())
             ),
             row!(
-                take_filter(
-                    leveldb_bloom_cb_create_filter(
-                        state,
-                        keys.as_ptr(),
-                        lens.as_ptr(),
-                        c_int::MIN,
-                        &mut fx.len,
-                    ),
-                    fx.len,
-                ),
+                fx.cb_create_filter(|c| c.num_keys = c_int::MIN),
                 Filter(ALWAYS_MATCH_FILTER.to_vec())
             ),
             row!(
-                take_filter(
-                    leveldb_bloom_cb_create_filter(state, null(), lens.as_ptr(), 1, &mut fx.len),
-                    fx.len,
-                ),
+                fx.cb_create_filter(|c| c.keys = null()),
                 Filter(ALWAYS_MATCH_FILTER.to_vec())
             ),
             row!(
-                take_filter(
-                    leveldb_bloom_cb_create_filter(state, keys.as_ptr(), null(), 1, &mut fx.len),
-                    fx.len,
-                ),
+                fx.cb_create_filter(|c| c.lens = null()),
                 Filter(ALWAYS_MATCH_FILTER.to_vec())
             ),
             row!(
-                take_filter(
-                    leveldb_bloom_cb_create_filter(
-                        state,
-                        keys.as_ptr(),
-                        huge_lens.as_ptr(),
-                        1,
-                        &mut fx.len,
-                    ),
-                    fx.len,
-                ),
+                fx.cb_create_filter(|c| c.lens = arg.huge_lens.as_ptr()),
                 Filter(ALWAYS_MATCH_FILTER.to_vec())
             ),
             row!(
-                take_filter(
-                    leveldb_bloom_cb_create_filter(state, null(), null(), 0, &mut fx.len),
-                    fx.len,
-                ),
+                fx.cb_create_filter(|c| (c.keys, c.lens, c.num_keys) = (null(), null(), 0)),
                 Filter(fx.no_keys_filter.clone())
             ),
+            row!(fx.cb_create_filter(|_| ()), Filter(fx.filter.clone())),
             row!(
-                take_filter(
-                    leveldb_bloom_cb_create_filter(
-                        state,
-                        keys.as_ptr(),
-                        lens.as_ptr(),
-                        1,
-                        &mut fx.len,
-                    ),
-                    fx.len,
-                ),
-                Filter(fx.filter.clone())
-            ),
-            row!(
-                Size(
-                    leveldb_bloom_cb_key_may_match(
-                        null_mut(),
-                        b"x".as_ptr().cast(),
-                        1,
-                        f.cast(),
-                        fl,
-                    )
-                    .into(),
+                fx.cb_key_may_match(
+                    |c| (c.state, c.key, c.key_len) = (null_mut(), b"x".as_ptr().cast(), 1)
                 ),
                 Size(1)
             ),
+            row!(fx.cb_key_may_match(|_| ()), Size(1)),
             row!(
-                Size(leveldb_bloom_cb_key_may_match(state, k, kl, f.cast(), fl).into()),
-                Size(1)
-            ),
-            row!(
-                Size(leveldb_bloom_cb_key_may_match(state, a, al, f.cast(), fl).into()),
+                fx.cb_key_may_match(|c| (c.key, c.key_len) = (arg.a, arg.al)),
                 Size(0)
             ),
             row!(
-                Size(leveldb_bloom_cb_key_may_match(state, null(), 1, f.cast(), fl).into()),
+                fx.cb_key_may_match(|c| (c.key, c.key_len) = (null(), 1)),
                 Size(1)
             ),
             row!(
-                Size(leveldb_bloom_cb_key_may_match(state, a, al, null(), 0).into()),
+                fx.cb_key_may_match(|c| (c.key, c.key_len, c.f, c.fl) = (arg.a, arg.al, null(), 0)),
                 Size(1)
             ),
-            row!(
-                Size(leveldb_bloom_cb_key_may_match(state, k, kl, f.cast(), usize::MAX).into()),
-                Size(1)
-            ),
-            row!(
-                text(leveldb_bloom_cb_name(state)),
-                Text("leveldb.BuiltinBloomFilter2".into())
-            ),
+            row!(fx.cb_key_may_match(|c| c.fl = usize::MAX), Size(1)),
+            row!(text(leveldb_bloom_cb_name(arg.state)), leveldb_name()),
         ]
     }
 }
@@ -1007,38 +769,10 @@ unsafe fn builder_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<
                 )),
                 OK
             ),
-            row!(
-                status(leveldb_bloom_filter_block_builder_finish(
-                    null_mut(),
-                    &mut fx.block,
-                    &mut fx.block_len,
-                )),
-                NULL_ARG
-            ),
-            row!(
-                status(leveldb_bloom_filter_block_builder_finish(
-                    b,
-                    null_mut(),
-                    &mut fx.block_len,
-                )),
-                NULL_ARG
-            ),
-            row!(
-                status(leveldb_bloom_filter_block_builder_finish(
-                    b,
-                    &mut fx.block,
-                    null_mut(),
-                )),
-                NULL_ARG
-            ),
-            row!(
-                status(leveldb_bloom_filter_block_builder_finish(
-                    b,
-                    &mut fx.block,
-                    &mut fx.block_len,
-                )),
-                OK
-            ),
+            row!(fx.finish(|c| c.b = null_mut()), NULL_ARG),
+            row!(fx.finish(|c| c.finished = null_mut()), NULL_ARG),
+            row!(fx.finish(|c| c.finished_len = null_mut()), NULL_ARG),
+            row!(fx.finish(|_| ()), OK),
             // the Rust builder's bytes
             row!(
                 Filter(std::slice::from_raw_parts(fx.block, fx.block_len).to_vec()),
@@ -1056,224 +790,78 @@ unsafe fn builder_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<
 /// Filter block queries, on the block the Rust builder made (`builder_rows` proves the C
 /// builder's equal).
 unsafe fn block_query_rows<P: FilterPolicy + Clone>(fx: &mut Fixture<'_, P>) -> Vec<Row> {
-    let Args {
-        p,
-        keys,
-        lens,
-        absent_keys,
-        k,
-        kl,
-        a,
-        al,
-        ..
-    } = fx.args();
-    let (block, block_len) = (fx.rust_block.as_ptr(), fx.rust_block.len());
+    let arg = fx.args();
+    let three = (
+        [0, 0, 2048],
+        [arg.k, arg.a, arg.k],
+        [arg.kl, arg.al, arg.kl],
+    );
+    // What the Rust policy answers for the absent key in window 0.
+    let absent_may_match = fx
+        .kind
+        .rust
+        .key_may_match(&fx.absent, &fx.rust_filter(&[b"", fx.key]));
     // SAFETY: as `Fixture::rows` says.
     unsafe {
         vec![
             row!(
-                Bool(leveldb_bloom_filter_block_may_match(
-                    null(),
-                    block,
-                    block_len,
-                    1 << 20,
-                    k,
-                    kl,
-                )),
+                fx.block_may_match(|c| (c.p, c.offset) = (null(), 1 << 20)),
                 Bool(true)
             ),
             row!(
-                Bool(leveldb_bloom_filter_block_may_match(p, null(), 0, 0, a, al)),
+                fx.block_may_match(
+                    |c| (c.block, c.block_len, c.key, c.key_len) = (null(), 0, arg.a, arg.al)
+                ),
                 Bool(true)
             ),
             row!(
-                Bool(leveldb_bloom_filter_block_may_match(
-                    p,
-                    block,
-                    usize::MAX,
-                    1 << 20,
-                    k,
-                    kl,
-                )),
+                fx.block_may_match(|c| (c.block_len, c.offset) = (usize::MAX, 1 << 20)),
                 Bool(true)
             ),
             row!(
-                Bool(leveldb_bloom_filter_block_may_match(
-                    p,
-                    block,
-                    block_len,
-                    0,
-                    null(),
-                    1,
-                )),
+                fx.block_may_match(|c| (c.key, c.key_len) = (null(), 1)),
+                Bool(true)
+            ),
+            row!(fx.block_may_match(|c| c.offset = u64::MAX), Bool(true)),
+            row!(fx.block_may_match(|_| ()), Bool(true)),
+            row!(
+                fx.block_may_match(|c| (c.key, c.key_len) = (arg.a, arg.al)),
+                Bool(absent_may_match)
+            ),
+            row!(fx.block_may_match(|c| c.offset = 2048), Bool(false)),
+            row!(fx.block_may_match(|c| c.offset = 1 << 20), Bool(false)),
+            row!(
+                fx.block_may_match(|c| (c.offset, c.key, c.key_len) = (1 << 30, arg.a, arg.al)),
                 Bool(true)
             ),
             row!(
-                Bool(leveldb_bloom_filter_block_may_match(
-                    p,
-                    block,
-                    block_len,
-                    u64::MAX,
-                    k,
-                    kl,
-                )),
-                Bool(true)
-            ),
-            row!(
-                Bool(leveldb_bloom_filter_block_may_match(
-                    p, block, block_len, 0, k, kl,
-                )),
-                Bool(true)
-            ),
-            row!(
-                Bool(leveldb_bloom_filter_block_may_match(
-                    p, block, block_len, 0, a, al,
-                )),
-                Bool(
-                    fx.kind
-                        .rust
-                        .key_may_match(&fx.absent, &fx.rust_filter(&[b"", fx.key]))
-                )
-            ),
-            row!(
-                Bool(leveldb_bloom_filter_block_may_match(
-                    p, block, block_len, 2048, k, kl,
-                )),
-                Bool(false)
-            ),
-            row!(
-                Bool(leveldb_bloom_filter_block_may_match(
-                    p,
-                    block,
-                    block_len,
-                    1 << 20,
-                    k,
-                    kl,
-                )),
-                Bool(false)
-            ),
-            row!(
-                Bool(leveldb_bloom_filter_block_may_match(
-                    p,
-                    block,
-                    block_len,
-                    1 << 30,
-                    a,
-                    al,
-                )),
-                Bool(true)
-            ),
-            row!(
-                status(leveldb_bloom_filter_block_may_match_batch(
-                    p,
-                    block,
-                    block_len,
-                    [0u64].as_ptr(),
-                    keys.as_ptr(),
-                    lens.as_ptr(),
-                    1,
-                    null_mut(),
-                )),
+                fx.block_may_match_batch(|c| c.results = null_mut()),
                 NULL_ARG
             ),
             row!(
-                results(1, &mut |r| {
-                    leveldb_bloom_filter_block_may_match_batch(
-                        p,
-                        block,
-                        block_len,
-                        null(),
-                        absent_keys.as_ptr(),
-                        [al].as_ptr(),
-                        1,
-                        r,
-                    )
-                }),
+                fx.block_may_match_batch_into(1, |c| (c.offsets, c.keys, c.lens) =
+                    (null(), arg.absent_keys.as_ptr(), &arg.al)),
                 Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1])
             ),
             row!(
-                results(1, &mut |r| {
-                    leveldb_bloom_filter_block_may_match_batch(
-                        p,
-                        null(),
-                        0,
-                        [0u64].as_ptr(),
-                        keys.as_ptr(),
-                        lens.as_ptr(),
-                        1,
-                        r,
-                    )
-                }),
+                fx.block_may_match_batch_into(1, |c| (c.block, c.block_len) = (null(), 0)),
                 Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1])
             ),
             row!(
-                results(1, &mut |r| {
-                    leveldb_bloom_filter_block_may_match_batch(
-                        p,
-                        block,
-                        block_len,
-                        [0u64].as_ptr(),
-                        null(),
-                        lens.as_ptr(),
-                        1,
-                        r,
-                    )
-                }),
+                fx.block_may_match_batch_into(1, |c| c.keys = null()),
                 Batch(LEVELDB_BLOOM_ERR_NULL_ARGUMENT, vec![1])
             ),
+            row!(fx.block_may_match_batch(|c| c.n = usize::MAX), INVALID),
             row!(
-                status(leveldb_bloom_filter_block_may_match_batch(
-                    p,
-                    block,
-                    block_len,
-                    [0u64].as_ptr(),
-                    keys.as_ptr(),
-                    lens.as_ptr(),
-                    usize::MAX,
-                    fx.buf.as_mut_ptr(),
-                )),
-                INVALID
-            ),
-            row!(
-                results(1, &mut |r| {
-                    leveldb_bloom_filter_block_may_match_batch(
-                        p,
-                        block,
-                        block_len,
-                        [0u64].as_ptr(),
-                        keys.as_ptr(),
-                        lens.as_ptr(),
-                        1,
-                        r,
-                    )
-                }),
+                fx.block_may_match_batch_into(1, |_| ()),
                 Batch(LEVELDB_BLOOM_OK, vec![1])
             ),
             row!(
-                results(4, &mut |r| {
-                    leveldb_bloom_filter_block_may_match_batch(
-                        p,
-                        block,
-                        block_len,
-                        [0u64, 0, 2048].as_ptr(),
-                        [k, a, k].as_ptr(),
-                        [kl, al, kl].as_ptr(),
-                        3,
-                        r,
-                    )
-                }),
+                fx.block_may_match_batch_into(4, |c| (c.offsets, c.keys, c.lens, c.n) =
+                    (three.0.as_ptr(), three.1.as_ptr(), three.2.as_ptr(), 3)),
                 Batch(
                     LEVELDB_BLOOM_OK,
-                    vec![
-                        1,
-                        u8::from(
-                            fx.kind
-                                .rust
-                                .key_may_match(&fx.absent, &fx.rust_filter(&[b"", fx.key]))
-                        ),
-                        0,
-                        0x55,
-                    ],
+                    vec![1, u8::from(absent_may_match), 0, 0x55]
                 )
             ),
         ]
@@ -1341,21 +929,14 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
             row!(pointer(leveldb_bloom_policy_create(-1)), Null),
             row!(pointer(leveldb_bloom_policy_create(c_int::MIN)), Null),
             row!(
-                {
-                    leveldb_bloom_policy_destroy(null_mut());
-                    Returned
-                },
+                returned(|| leveldb_bloom_policy_destroy(null_mut())),
                 Returned
             ),
-            row!(
-                text(leveldb_bloom_policy_name(null())),
-                Text("leveldb.BuiltinBloomFilter2".into())
-            ),
+            row!(text(leveldb_bloom_policy_name(null())), leveldb_name()),
             row!(Size(leveldb_bloom_filter_len(null(), 1)), Size(0)),
             // no keys: a 64-bit filter whatever the bits per key
             row!(
-                {
-                    let big = leveldb_bloom_policy_create(c_int::MAX);
+                of_policy(leveldb_bloom_policy_create(c_int::MAX), |big| {
                     let (mut out, mut len) = ([0u8; 16], 0);
                     leveldb_bloom_create_filter(
                         big,
@@ -1366,22 +947,15 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
                         16,
                         &mut len,
                     );
-                    leveldb_bloom_policy_destroy(big);
                     Filter(out[..len].to_vec())
-                },
+                }),
                 Filter(vec![0, 0, 0, 0, 0, 0, 0, 0, 30])
             ),
             row!(
-                {
-                    leveldb_bloom_cb_destructor(null_mut());
-                    Returned
-                },
+                returned(|| leveldb_bloom_cb_destructor(null_mut())),
                 Returned
             ),
-            row!(
-                text(leveldb_bloom_cb_name(null_mut())),
-                Text("leveldb.BuiltinBloomFilter2".into())
-            ),
+            row!(text(leveldb_bloom_cb_name(null_mut())), leveldb_name()),
             row!(
                 pointer(leveldb_bloom_filter_block_builder_create(null())),
                 Null
@@ -1410,10 +984,7 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
                 NULL_ARG
             ),
             row!(
-                {
-                    leveldb_bloom_filter_block_builder_destroy(null_mut());
-                    Returned
-                },
+                returned(|| leveldb_bloom_filter_block_builder_destroy(null_mut())),
                 Returned
             ),
             row!(
@@ -1437,22 +1008,16 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
             // Compact sizes at fractional and zero bits per key.
             // 725 bits
             row!(
-                {
-                    let p = leveldb_bloom_policy_create_compact(7.25);
-                    let n = leveldb_bloom_filter_len(p, 100);
-                    leveldb_bloom_policy_destroy(p);
-                    Size(n)
-                },
+                of_policy(leveldb_bloom_policy_create_compact(7.25), |p| Size(
+                    leveldb_bloom_filter_len(p, 100)
+                )),
                 Size(92)
             ),
             // the 64-bit minimum
             row!(
-                {
-                    let p = leveldb_bloom_policy_create_compact(0.0);
-                    let n = leveldb_bloom_filter_len(p, 1000);
-                    leveldb_bloom_policy_destroy(p);
-                    Size(n)
-                },
+                of_policy(leveldb_bloom_policy_create_compact(0.0), |p| Size(
+                    leveldb_bloom_filter_len(p, 1000)
+                )),
                 Size(9)
             ),
             // Each format reads the other's filters as stock LevelDB does.
@@ -1611,12 +1176,9 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
             row!(Float(leveldb_bloom_policy_bits_per_key(bloom)), Float(10.0)),
             row!(Float(leveldb_bloom_policy_bits_per_key(c)), Float(10.0)),
             row!(
-                {
-                    let p = leveldb_bloom_policy_create_compact(7.25);
-                    let b = leveldb_bloom_policy_bits_per_key(p);
-                    leveldb_bloom_policy_destroy(p);
-                    Float(b)
-                },
+                of_policy(leveldb_bloom_policy_create_compact(7.25), |p| Float(
+                    leveldb_bloom_policy_bits_per_key(p)
+                )),
                 Float(7.25)
             ),
             row!(
@@ -1639,10 +1201,7 @@ fn policy_free_functions_answer_as_documented_at_their_edges() {
                         .bits_per_key(),
                 ))
             ),
-            row!(
-                text(leveldb_bloom_policy_name(c)),
-                Text("leveldb.BuiltinBloomFilter2".into())
-            ),
+            row!(text(leveldb_bloom_policy_name(c)), leveldb_name()),
         ])
         .collect()
     };
