@@ -111,24 +111,26 @@ fn a_disk_that_fills_during_an_upgrade_never_reports_success() {
         } else if stderr(&out).contains("put back exactly as it was") {
             // Too full for LevelDB to open the database again to prove the result: put
             // back, file for file.
-            assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-            assert!(
-                stderr(&out).contains("No space left on device")
-                    && stderr(&out).contains("free some space, then run the upgrade again"),
-                "{}",
-                text(&out)
+            assert_said(
+                &out,
+                1,
+                &[
+                    "No space left on device",
+                    "free some space, then run the upgrade again",
+                ],
             );
             assert_eq!(data_files(&dir), data_files(&original), "{}", text(&out));
             failed += 1;
         } else {
             // LevelDB failed part way: the way back is kept (what LevelDB wrote after an
             // error is not known to be on disk), and the message says how on.
-            assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+            assert_said(
+                &out,
+                1,
+                &["No space left on device", "free some space first", "--undo"],
+            );
             assert!(
-                stderr(&out).contains("No space left on device")
-                    && stderr(&out).contains("free some space first")
-                    && stderr(&out).contains("--undo")
-                    && dir.join("leveldb-bloom-way-back").is_dir(),
+                dir.join("leveldb-bloom-way-back").is_dir(),
                 "{}",
                 text(&out)
             );
@@ -225,12 +227,7 @@ fn a_read_only_directory_is_an_error_and_left_alone() {
     };
     let d = dir.to_str().unwrap();
     let out = as_nobody(&["upgrade", d, "--format", "compact"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(
-        stderr(&out).contains("cannot take LevelDB's lock") && stderr(&out).contains("Permission"),
-        "{}",
-        text(&out)
-    );
+    assert_said(&out, 2, &["cannot take LevelDB's lock", "Permission"]);
     assert_eq!(files(&dir), before, "the directory is as it was");
     // Reading needs no write access.
     let out = as_nobody(&["verify", d]);
@@ -245,12 +242,7 @@ fn a_database_another_process_holds_is_refused_and_left_alone() {
     let before = inspect_json(&dir);
     let held = Db::open(&dir, Some(BLOOM), true, false).unwrap();
     let out = run_bounded(&["upgrade", dir.to_str().unwrap(), "--format", "compact"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(
-        stderr(&out).contains("another process has the database open"),
-        "{}",
-        text(&out)
-    );
+    assert_said(&out, 2, &["another process has the database open"]);
     // Reading takes LevelDB's lock too, and says "in use" at once.
     for command in ["verify", "inspect"] {
         let out = run_bounded(&[command, dir.to_str().unwrap()]);
@@ -290,13 +282,14 @@ fn writes_another_process_made_while_the_command_let_go_are_never_undone() {
     // The rewrite loses a record, and before the command puts the database back, another
     // process writes (LevelDB's closing released the lock): its write stays.
     let out = upgrade_with_fault(&dir, "lose-and-let-in");
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        stderr(&out).contains("the upgrade is not proven")
-            && stderr(&out).contains("another process wrote")
-            && stderr(&out).contains("--undo"),
-        "{}",
-        text(&out)
+    assert_said(
+        &out,
+        1,
+        &[
+            "the upgrade is not proven",
+            "another process wrote",
+            "--undo",
+        ],
     );
     assert_eq!(
         stock_get(&dir, b"written by another").as_deref(),
@@ -319,8 +312,7 @@ fn a_name_the_command_did_not_make_and_a_refusal_change_nothing() {
     std::fs::write(dir.join("leveldb-bloom-way-back"), "the operator's").unwrap();
     let before = data_files(&dir);
     let out = run_bounded(&["upgrade", d, "--format", "compact"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(stderr(&out).contains("move it away"), "{}", text(&out));
+    assert_said(&out, 2, &["move it away"]);
     let out = run_bounded(&["upgrade", "--undo", d]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let out = run_on_ok(&["verify", d]);
@@ -342,12 +334,10 @@ fn an_upgrade_that_changes_the_records_is_put_back_exactly_as_it_was() {
     let (_tmp, dir, expected) = bloom_db(n);
     let before = data_files(&dir);
     let out = upgrade_with_fault(&dir, "lose");
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        stderr(&out).contains("the upgrade is not proven")
-            && stderr(&out).contains("put back exactly as it was"),
-        "{}",
-        text(&out)
+    assert_said(
+        &out,
+        1,
+        &["the upgrade is not proven", "put back exactly as it was"],
     );
     assert_eq!(data_files(&dir), before, "put back file for file");
     assert!(!dir.join("leveldb-bloom-way-back").exists());
@@ -436,13 +426,13 @@ fn an_upgrade_killed_before_its_proof_is_settled_by_the_next() {
     }
     let left = data_files(&dir);
     let out = run_bounded(&["upgrade", dir.to_str().unwrap(), "--format", "compact"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        stderr(&out).contains(
-            "a program wrote to the database since, it was damaged since, or the upgrade lost"
-        ) && stderr(&out).contains("--undo"),
-        "{}",
-        text(&out)
+    assert_said(
+        &out,
+        1,
+        &[
+            "a program wrote to the database since, it was damaged since, or the upgrade lost",
+            "--undo",
+        ],
     );
     assert!(way_back(&dir).exists());
     let out = run_on_ok(&["upgrade", "--undo", dir.to_str().unwrap()]);
@@ -473,20 +463,16 @@ fn goleveldb_writer() -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let binary = tmp.join("goleveldb-writer");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/goleveldb_writer/main.go");
-    let built = Command::new("go")
-        .args(["build", "-o"])
-        .arg(&binary)
-        .arg(&source)
-        .env("GO111MODULE", "off")
-        .env("GOPATH", "/usr/share/gocode")
-        .env("GOCACHE", tmp.join("go-cache"))
-        .env("GOFLAGS", "")
-        .output()
-        .expect("run go (Debian: golang-go)");
-    assert!(
-        built.status.success(),
-        "building the goleveldb writer (Debian: golang-go, golang-github-syndtr-goleveldb-dev): {}",
-        text(&built)
+    build(
+        Command::new("go")
+            .args(["build", "-o"])
+            .arg(&binary)
+            .arg(&source)
+            .env("GO111MODULE", "off")
+            .env("GOPATH", "/usr/share/gocode")
+            .env("GOCACHE", tmp.join("go-cache"))
+            .env("GOFLAGS", ""),
+        "go, building the goleveldb writer (Debian: golang-go, golang-github-syndtr-goleveldb-dev)",
     );
     binary
 }

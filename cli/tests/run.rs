@@ -35,16 +35,12 @@ fn build_program(variant: &str) -> PathBuf {
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/run");
     if variant == "musl" {
         // Debian's musl-tools (the test command installs it): dynamically linked by default.
-        let built = Command::new("musl-gcc")
-            .arg(tests.join("musl_program.c"))
-            .arg("-o")
-            .arg(&binary)
-            .output()
-            .expect("musl-gcc (Debian's musl-tools)");
-        assert!(
-            built.status.success(),
-            "building with musl: {}",
-            text(&built)
+        build(
+            Command::new("musl-gcc")
+                .arg(tests.join("musl_program.c"))
+                .arg("-o")
+                .arg(&binary),
+            "musl-gcc (Debian's musl-tools), building the program",
         );
         return binary;
     }
@@ -64,12 +60,7 @@ fn build_program(variant: &str) -> PathBuf {
     } else {
         cc.arg("-lleveldb");
     }
-    let built = cc.output().expect("run cc");
-    assert!(
-        built.status.success(),
-        "building the program: {}",
-        text(&built)
-    );
+    build(&mut cc, "cc, building the program");
     binary
 }
 

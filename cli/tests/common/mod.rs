@@ -109,6 +109,21 @@ pub fn text(out: &Output) -> String {
     )
 }
 
+/// The command ended with `code`, and its messages say each of `said`.
+pub fn assert_said(out: &Output, code: i32, said: &[&str]) {
+    assert_eq!(out.status.code(), Some(code), "{}", text(out));
+    for s in said {
+        assert!(stderr(out).contains(s), "{s:?} unsaid: {}", text(out));
+    }
+}
+
+/// Runs the build `cmd`, failing with its output if it fails; `what` names it and what it
+/// needs installed.
+pub fn build(cmd: &mut Command, what: &str) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("run {what}: {e}"));
+    assert!(out.status.success(), "{what}: {}", text(&out));
+}
+
 pub fn inspect_json(path: &Path) -> Value {
     let out = run(&["inspect", "--json", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -308,14 +323,14 @@ fn shim(name: &str, libs: &[&str]) -> PathBuf {
     // Built under a name of its own, then renamed: another test binary running at once never
     // loads a half-written library.
     let scratch = tmp.join(format!("{name}.{}.so", std::process::id()));
-    let out = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O1", "-o"])
-        .arg(&scratch)
-        .arg(&source)
-        .args(libs)
-        .output()
-        .expect("run cc");
-    assert!(out.status.success(), "building {name}: {}", text(&out));
+    build(
+        Command::new("cc")
+            .args(["-shared", "-fPIC", "-O1", "-o"])
+            .arg(&scratch)
+            .arg(&source)
+            .args(libs),
+        &format!("cc, building {name}"),
+    );
     std::fs::rename(&scratch, &built_at).unwrap();
     built.push(name.to_owned());
     built_at
