@@ -33,6 +33,28 @@ fn run_on(args: &[&str], dir: &Path, code: i32, label: &str) -> std::process::Ou
     out
 }
 
+/// A new database at `dir` with LevelDB's Bloom filters, of `key(0..n)` with `value`'s
+/// values, compacted after the first `compacted` of them: still open, the rest in its log.
+/// And what every key reads.
+fn bloom_db_compacted_after(
+    dir: &Path,
+    n: u64,
+    compacted: u64,
+    value: impl Fn(u64) -> String,
+) -> (Db, Expected) {
+    let mut expected = Expected::new();
+    let db = Db::open(dir, Some(BLOOM), true, true).unwrap();
+    for i in 0..n {
+        let value = value(i).into_bytes();
+        db.put(&key(i), &value).unwrap();
+        expected.insert(key(i), value);
+        if i + 1 == compacted {
+            db.compact_all();
+        }
+    }
+    (db, expected)
+}
+
 fn read_varint(data: &[u8], pos: &mut usize) -> u64 {
     let (mut v, mut shift) = (0u64, 0);
     loop {
@@ -509,18 +531,10 @@ fn a_damaged_write_ahead_log_is_damage_and_upgrade_touches_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     let (in_tables, n) = (20_000, 23_000);
-    let mut expected = Expected::new();
-    {
-        let db = Db::open(&dir, Some(BLOOM), true, true).unwrap();
-        for i in 0..n {
-            let value = format!("value-{i}-{}", "y".repeat((i % 40) as usize)).into_bytes();
-            db.put(&key(i), &value).unwrap();
-            expected.insert(key(i), value);
-            if i + 1 == in_tables {
-                db.compact_all();
-            }
-        }
-    }
+    let (db, expected) = bloom_db_compacted_after(&dir, n, in_tables, |i| {
+        format!("value-{i}-{}", "y".repeat((i % 40) as usize))
+    });
+    drop(db);
     let log = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -598,25 +612,13 @@ fn tables_outside_the_version_holding_its_lost_records_are_damage_and_kept() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     let (first, n) = (15_000, 20_000);
-    let mut expected = Expected::new();
-    let edits_before_second;
-    {
-        let db = Db::open(&dir, Some(BLOOM), true, true).unwrap();
-        for i in 0..n {
-            let value = format!("value-{i}").into_bytes();
-            db.put(&key(i), &value).unwrap();
-            expected.insert(key(i), value);
-            if i + 1 == first {
-                db.compact_all();
-            }
-        }
-        edits_before_second = leveldb_bloom_cli::log_reader::log_records_at(
-            &std::fs::read(manifest_of(&dir)).unwrap(),
-        )
-        .unwrap()
-        .len();
-        db.compact_all();
-    }
+    let (db, expected) = bloom_db_compacted_after(&dir, n, first, |i| format!("value-{i}"));
+    let edits_before_second =
+        leveldb_bloom_cli::log_reader::log_records_at(&std::fs::read(manifest_of(&dir)).unwrap())
+            .unwrap()
+            .len();
+    db.compact_all();
+    drop(db);
     let manifest = manifest_of(&dir);
     let mut bytes = std::fs::read(&manifest).unwrap();
     let records = leveldb_bloom_cli::log_reader::log_records_at(&bytes).unwrap();
