@@ -345,25 +345,24 @@ void agree(const leveldb::FilterPolicy& stock, const std::vector<const leveldb_b
   }
 }
 
-// Compact policies of several settings: the setting plays no part in reading.
-std::vector<PolicyPtr> reading_policies() {
-  std::vector<PolicyPtr> v;
-  for (double bpk : {0.0, 3.5, 10.0, 32.0}) v.push_back(compact_policy(bpk));
-  return v;
-}
-
-std::vector<const leveldb_bloom_policy*> raw(const std::vector<PolicyPtr>& v) {
-  std::vector<const leveldb_bloom_policy*> out;
-  for (const auto& p : v) out.push_back(p.get());
-  return out;
-}
+// The readers the tests below compare: compact policies of several settings (the setting
+// plays no part in reading) and LevelDB's own.
+struct Readers {
+  Readers() {
+    for (double bpk : {0.0, 3.5, 10.0, 32.0}) {
+      owned.push_back(compact_policy(bpk));
+      ours.push_back(owned.back().get());
+    }
+  }
+  std::vector<PolicyPtr> owned;
+  std::vector<const leveldb_bloom_policy*> ours;
+  const std::unique_ptr<const leveldb::FilterPolicy> stock{leveldb::NewBloomFilterPolicy(10)};
+};
 
 TEST(CompactPolicy, AnswersLevelDBBloomFiltersAsLevelDB) {
   std::mt19937_64 rng(harness::seed() ^ 0xB100Dull);
-  const std::vector<PolicyPtr> owned = reading_policies();
-  const std::vector<const leveldb_bloom_policy*> ours = raw(owned);
-  for (auto* p : ours) ASSERT_NE(p, nullptr);
-  std::unique_ptr<const leveldb::FilterPolicy> reader(leveldb::NewBloomFilterPolicy(10));
+  const Readers readers;
+  for (auto* p : readers.ours) ASSERT_NE(p, nullptr);
 
   Agreement inserted, others;
   uint64_t filters = 0;
@@ -375,8 +374,10 @@ TEST(CompactPolicy, AnswersLevelDBBloomFiltersAsLevelDB) {
       const ExactBuffer f(stock_filter(*writer, keys));
       const std::string where = "LevelDB Bloom filter, bpk " + std::to_string(bpk) + ", " +
                                 std::to_string(n) + " keys";
-      for (const auto& k : keys) agree(*reader, ours, f, k, &inserted, where);
-      for (const auto& k : random_keys(rng, 200, 24)) agree(*reader, ours, f, k, &others, where);
+      for (const auto& k : keys) agree(*readers.stock, readers.ours, f, k, &inserted, where);
+      for (const auto& k : random_keys(rng, 200, 24)) {
+        agree(*readers.stock, readers.ours, f, k, &others, where);
+      }
       filters++;
     }
   }
@@ -399,10 +400,8 @@ TEST(CompactPolicy, AnswersLevelDBBloomFiltersAsLevelDB) {
 // bounds, and every entry point must answer alike.
 TEST(CompactPolicy, AnswersMalformedFiltersAsLevelDB) {
   std::mt19937_64 rng(harness::seed() ^ 0x3A1F0A3EDull);
-  const std::vector<PolicyPtr> owned = reading_policies();
-  const std::vector<const leveldb_bloom_policy*> ours = raw(owned);
-  for (auto* p : ours) ASSERT_NE(p, nullptr);
-  std::unique_ptr<const leveldb::FilterPolicy> reader(leveldb::NewBloomFilterPolicy(10));
+  const Readers readers;
+  for (auto* p : readers.ours) ASSERT_NE(p, nullptr);
   const char* const kFills[] = {"random", "zero", "0xff"};
 
   Agreement a, above_31;
@@ -422,7 +421,9 @@ TEST(CompactPolicy, AnswersMalformedFiltersAsLevelDB) {
           const std::string where = "filter " + harness::to_hex(s) + " (" + kFills[fill] + ")";
           std::vector<std::string> keys = random_keys(rng, 64, 12);
           keys.push_back(std::string());
-          for (const auto& k : keys) agree(*reader, ours, f, k, last > 31 ? &above_31 : &a, where);
+          for (const auto& k : keys) {
+            agree(*readers.stock, readers.ours, f, k, last > 31 ? &above_31 : &a, where);
+          }
           filters++;
         }
       }
@@ -436,7 +437,7 @@ TEST(CompactPolicy, AnswersMalformedFiltersAsLevelDB) {
     const ExactBuffer f(s);
     const std::string where = "random filter of " + std::to_string(s.size()) + " bytes";
     for (const auto& k : random_keys(rng, 32, 40)) {
-      agree(*reader, ours, f, k, last > 31 ? &above_31 : &a, where);
+      agree(*readers.stock, readers.ours, f, k, last > 31 ? &above_31 : &a, where);
     }
     filters++;
   }
@@ -468,9 +469,9 @@ TEST(CompactPolicy, AnswersMalformedFiltersAsLevelDB) {
         if (len >= 2) s[len - 2] = static_cast<char>(rng());
         s.back() = 31;
         const ExactBuffer f(s);
-        EXPECT_TRUE(reader->KeyMayMatch(leveldb::Slice("k"), f.slice()));
+        EXPECT_TRUE(readers.stock->KeyMayMatch(leveldb::Slice("k"), f.slice()));
         for (const auto& k : random_keys(rng, 8, 16)) {
-          for (auto* p : ours) rejected += !our_answer(p, f, k, &inconsistent);
+          for (auto* p : readers.ours) rejected += !our_answer(p, f, k, &inconsistent);
           answered++;
         }
         garbage++;
@@ -483,7 +484,7 @@ TEST(CompactPolicy, AnswersMalformedFiltersAsLevelDB) {
     s.back() = 31;
     const ExactBuffer f(s);
     for (const auto& k : random_keys(rng, 8, 24)) {
-      for (auto* p : ours) rejected += !our_answer(p, f, k, &inconsistent);
+      for (auto* p : readers.ours) rejected += !our_answer(p, f, k, &inconsistent);
       answered++;
     }
     garbage++;
@@ -591,18 +592,20 @@ uint8_t counted_may_match(void* state, const char* key, size_t length, const cha
                           size_t filter_length) {
   auto* s = static_cast<Counted*>(state);
   const uint8_t r = leveldb_bloom_cb_key_may_match(s->inner, key, length, filter, filter_length);
+  // A query of the kind, and a "no" when it was one.
+  const auto count = [r](std::atomic<uint64_t>& queries, std::atomic<uint64_t>& no) {
+    queries++;
+    no += r == 0;
+  };
   switch (kind_of(filter, filter_length)) {
     case Kind::kBloom:
-      s->c.bloom_queries++;
-      s->c.bloom_no += r == 0;
+      count(s->c.bloom_queries, s->c.bloom_no);
       break;
     case Kind::kCompact:
-      s->c.compact_queries++;
-      s->c.compact_no += r == 0;
+      count(s->c.compact_queries, s->c.compact_no);
       break;
     case Kind::kAbove31:
-      s->c.above_31_queries++;
-      s->c.above_31_no += r == 0;
+      count(s->c.above_31_queries, s->c.above_31_no);
       break;
     case Kind::kOther:
       s->c.other_queries++;
