@@ -11,13 +11,7 @@
 
 int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
-    workload_main workload = load_workload("many_host", argv[i], RTLD_NOW | RTLD_LOCAL,
-                                           "dropin_workload_main", NULL);
-    if (workload == NULL) return 1;
-    if (workload(0, NULL) != 0) {
-      fprintf(stderr, "many_host: %s: its workload failed\n", argv[i]);
-      return 1;
-    }
+    if (run_plugin_workload("many_host", argv[i], 0, NULL) != 0) return 1;
   }
   return 0;
 }

@@ -23,4 +23,19 @@ static workload_main load_workload(const char *host, const char *path, int flags
   return workload;
 }
 
+/* Runs the plugin `path`'s workload on `argc`, `argv`, loaded as a plugin host loads each of
+ * its plugins (into a scope of its own); 0 when it returned 0, else 1 once standard error
+ * says why, as `host`. Inline: not every host calls it. */
+static inline int run_plugin_workload(const char *host, const char *path, int argc,
+                                      char **argv) {
+  workload_main workload =
+      load_workload(host, path, RTLD_NOW | RTLD_LOCAL, "dropin_workload_main", NULL);
+  if (workload == NULL) return 1;
+  if (workload(argc, argv) != 0) {
+    fprintf(stderr, "%s: %s: its workload failed\n", host, path);
+    return 1;
+  }
+  return 0;
+}
+
 #endif

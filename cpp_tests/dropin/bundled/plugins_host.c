@@ -11,16 +11,10 @@
 
 int main(int argc, char **argv) {
   for (int i = 2; i < argc; i++) {
-    workload_main workload = load_workload("plugins_host", argv[i], RTLD_NOW | RTLD_LOCAL,
-                                           "dropin_workload_main", NULL);
-    if (workload == NULL) return 1;
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/db%d", argv[1], i - 1);
     char *args[] = {argv[i], dir, NULL};
-    if (workload(2, args) != 0) {
-      fprintf(stderr, "plugins_host: %s: its workload failed\n", argv[i]);
-      return 1;
-    }
+    if (run_plugin_workload("plugins_host", argv[i], 2, args) != 0) return 1;
     fflush(stdout);
   }
   return 0;
