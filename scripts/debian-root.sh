@@ -1,4 +1,4 @@
-# Sourced by scripts/bullseye (from the repository's top, with set -euo
+# Sourced by scripts/bullseye and scripts/trixie (from the repository's top, with set -euo
 # pipefail): a Debian release's root made with debootstrap from Debian's mirror, and commands
 # run in it on this tree with the official Rust toolchain bound in.
 #
