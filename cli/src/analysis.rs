@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::failure::Failure;
+use crate::failure::{Failure, Kind};
 use crate::files::{self, ReadError, shown};
 use crate::lock::DatabaseLock;
 use crate::manifest;
@@ -259,10 +259,11 @@ fn analyze_table(
         Ok((opened, file_len)) => {
             let table = OpenTable::new(opened, file_len.min(limit));
             if live.is_none() && !crate::table::has_table_magic(&table) {
-                return Err(Failure::error(format!(
-                    "{}: not a LevelDB table (it does not end in a table footer)",
-                    shown(file)
-                )));
+                return Err(Failure::at(
+                    file,
+                    Kind::Usage,
+                    "not a LevelDB table (it does not end in a table footer)",
+                ));
             }
             let keys = keys.unwrap_or_else(|| report::keys_of(&table));
             let mut report = report::analyze(name.clone(), &table, keys).unwrap_or_else(|e| {
@@ -285,7 +286,7 @@ fn analyze_table(
         Err(ReadError::NotRegular(what)) => {
             unreadable(&name, 0, format!("{what}, not a regular file"))
         }
-        Err(e) => return Err(Failure::error(format!("{}: {e}", shown(file)))),
+        Err(e) => return Err(Failure::at(file, Kind::Io, e.to_string())),
     };
     Ok(TableReport {
         level: live.map(|t| t.file.level),

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::analysis::{Analysis, analyze_read_only, log_damage};
-use crate::failure::{Failure, OK, PROBLEM, emit};
+use crate::failure::{Failure, Kind, OK, PROBLEM, emit};
 use crate::report::{self, Keys, TableReport};
 use crate::wal::LogReport;
 
@@ -45,7 +45,8 @@ fn as_json(analysis: &Analysis, total: &TableReport) -> Result<String, Failure> 
             .collect(),
         logs: &analysis.logs,
     };
-    let json = serde_json::to_string_pretty(&doc).map_err(|e| Failure::error(e.to_string()))?;
+    let json =
+        serde_json::to_string_pretty(&doc).map_err(|e| Failure::new(Kind::Io, e.to_string()))?;
     Ok(json + "\n")
 }
 

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use leveldb_bloom::Format;
-use leveldb_bloom_cli::failure::{ERROR, Failure};
+use leveldb_bloom_cli::failure::{ERROR, Failure, Kind};
 use leveldb_bloom_cli::format_arg::format_parser;
 use leveldb_bloom_cli::inspect::inspect;
 #[cfg(feature = "upgrade")]
@@ -146,7 +146,8 @@ fn main() -> ExitCode {
         Command::Verify { path, keys: k } => verify(&path, keys(k)),
         Command::Run(request) => run::run(request),
         #[cfg(not(feature = "upgrade"))]
-        Command::Upgrade { .. } => Err(Failure::error(
+        Command::Upgrade { .. } => Err(Failure::new(
+            Kind::Usage,
             "upgrade: this build of the command has no LevelDB (the Python package's has \
              none), and upgrade has LevelDB itself write every table: use the command built \
              with LevelDB (`cargo install --path cli` in the source, with libleveldb-dev)",
@@ -162,15 +163,15 @@ fn main() -> ExitCode {
             bits_per_key,
             undo: false,
         } => new_policy(format.expect("required without --undo"), bits_per_key)
-            .map_err(Failure::error)
+            .map_err(|e| Failure::new(Kind::Usage, e))
             .and_then(|policy| upgrade::upgrade(&path, policy)),
     };
     match result {
         Ok(status) => ExitCode::from(status),
         Err(failure) => {
             // A standard error that cannot be written changes nothing but this message.
-            let _ = writeln!(std::io::stderr(), "leveldb-bloom: {}", failure.message);
-            ExitCode::from(failure.status)
+            let _ = writeln!(std::io::stderr(), "leveldb-bloom: {failure}");
+            ExitCode::from(failure.status())
         }
     }
 }

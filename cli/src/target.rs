@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::failure::Failure;
+use crate::failure::{Failure, Kind};
 use crate::files::shown;
 use crate::lock::{DatabaseLock, LockError};
 use crate::manifest;
@@ -35,17 +35,18 @@ impl Target {
             });
         }
         if keys == Some(Keys::User) {
-            return Err(Failure::error(format!(
-                "{}: a database's tables hold internal keys; --keys user is for a table file \
+            return Err(Failure::at(
+                path,
+                Kind::Usage,
+                "a database's tables hold internal keys; --keys user is for a table file \
                  written with LevelDB's TableBuilder",
-                shown(path)
-            )));
+            ));
         }
         let version = manifest::current_version(path).map_err(|e| {
             if e.damaged {
-                Failure::damaged(e.message)
+                Failure::new(Kind::Damaged, e.message)
             } else {
-                Failure::error(e.message)
+                Failure::new(Kind::Io, e.message)
             }
         })?;
         Ok(Target {
@@ -64,13 +65,13 @@ impl Target {
 
 /// Whether `path` is a database directory (`Err` when it is a directory that is not one).
 pub(crate) fn is_database_dir(path: &Path) -> Result<bool, Failure> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| Failure::error(format!("{}: {e}", shown(path))))?;
+    let meta = std::fs::metadata(path).map_err(|e| Failure::from(e).within(path))?;
     if meta.is_dir() && !manifest::is_database(path) {
-        return Err(Failure::error(format!(
-            "{}: not a LevelDB database (no CURRENT file)",
-            shown(path)
-        )));
+        return Err(Failure::at(
+            path,
+            Kind::Usage,
+            "not a LevelDB database (no CURRENT file)",
+        ));
     }
     Ok(meta.is_dir())
 }
@@ -89,30 +90,36 @@ pub(crate) fn lock(dir: &Path, write: bool) -> Result<DatabaseLock, Failure> {
 /// What to say of a lock on the database in `dir` that could not be taken.
 pub(crate) fn lock_failure(dir: &Path, write: bool, e: LockError) -> Failure {
     match e {
-        LockError::InUse => Failure::error(format!(
-            "{}: in use: another process has the database open; close it and run again",
-            shown(dir)
-        )),
-        LockError::Io(e) if write && e.raw_os_error() == Some(libc::EROFS) => {
-            Failure::error(format!(
-                "{}: on a read-only file system; nothing rewritten",
-                shown(dir)
-            ))
-        }
-        LockError::Io(e) if write => Failure::error(format!(
-            "{}: cannot take LevelDB's lock to rewrite it ({}: {e}); nothing rewritten",
-            shown(dir),
-            shown(&dir.join("LOCK"))
-        )),
-        LockError::Io(e) => Failure::error(format!(
-            "{}: cannot take LevelDB's lock ({}: {e}){}",
-            shown(dir),
-            shown(&dir.join("LOCK")),
-            if e.raw_os_error() == Some(libc::EISDIR) {
-                "; no LevelDB can open the database while it is so"
-            } else {
-                ""
-            }
-        )),
+        LockError::InUse => Failure::at(
+            dir,
+            Kind::InUse,
+            "in use: another process has the database open; close it and run again",
+        ),
+        LockError::Io(e) if write && e.raw_os_error() == Some(libc::EROFS) => Failure::at(
+            dir,
+            Kind::Io,
+            "on a read-only file system; nothing rewritten",
+        ),
+        LockError::Io(e) if write => Failure::at(
+            dir,
+            Kind::Io,
+            format!(
+                "cannot take LevelDB's lock to rewrite it ({}: {e}); nothing rewritten",
+                shown(&dir.join("LOCK"))
+            ),
+        ),
+        LockError::Io(e) => Failure::at(
+            dir,
+            Kind::Io,
+            format!(
+                "cannot take LevelDB's lock ({}: {e}){}",
+                shown(&dir.join("LOCK")),
+                if e.raw_os_error() == Some(libc::EISDIR) {
+                    "; no LevelDB can open the database while it is so"
+                } else {
+                    ""
+                }
+            ),
+        ),
     }
 }

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::analysis::{Analysis, analyze_all};
-use crate::failure::{Failure, OK, PROBLEM, emit};
+use crate::failure::{Failure, Kind, OK, PROBLEM, emit};
 use crate::files::shown;
 use crate::leveldb::{Db, LevelDbError};
 use crate::lock::DatabaseLock;
@@ -45,10 +45,11 @@ pub fn upgrade(path: &Path, policy: AnyPolicy) -> Result<u8, Failure> {
 /// Refuses a `path` that is not a database directory.
 fn must_be_database(path: &Path) -> Result<(), Failure> {
     if !path.is_dir() || !manifest::is_database(path) {
-        return Err(Failure::error(format!(
-            "{}: not a LevelDB database directory (no CURRENT file)",
-            shown(path)
-        )));
+        return Err(Failure::at(
+            path,
+            Kind::Usage,
+            "not a LevelDB database directory (no CURRENT file)",
+        ));
     }
     Ok(())
 }
@@ -90,9 +91,9 @@ fn rewrite(
         Ok(db) => db,
         Err(e) => {
             let failure = if e.is_corruption() {
-                Failure::damaged(corruption_at_open(path, &e))
+                Failure::new(Kind::Damaged, corruption_at_open(path, &e))
             } else {
-                Failure::error(open_failure(path, &e))
+                Failure::new(Kind::Io, open_failure(path, &e))
             };
             // LevelDB's failed open released the process's lock.
             return Err(put_back(path, held, way_back, &unopened, failure));
@@ -100,16 +101,18 @@ fn rewrite(
     };
     let checked = (|| {
         let read = db.digest().map_err(|e| {
-            Failure::damaged(format!(
-                "{}: LevelDB cannot read every record ({e}); run `leveldb-bloom verify`",
-                shown(path)
-            ))
+            Failure::at(
+                path,
+                Kind::Damaged,
+                format!("LevelDB cannot read every record ({e}); run `leveldb-bloom verify`"),
+            )
         })?;
         way_back.record_before(&read).map_err(|e| {
-            Failure::error(format!(
-                "{}: cannot record what LevelDB read ({e})",
-                shown(way_back.folder())
-            ))
+            Failure::at(
+                way_back.folder(),
+                Kind::Io,
+                format!("cannot record what LevelDB read ({e})"),
+            )
         })?;
         Ok((read, rewrite_all(&db, before).err()))
     })();
@@ -136,20 +139,19 @@ fn discard_way_back(path: &Path, way_back: &WayBack) -> Result<(), Failure> {
         let left = [way_back.folder().to_path_buf(), WayBack::discarded(path)]
             .into_iter()
             .find(|folder| folder.symlink_metadata().is_ok());
-        Failure::error(match left {
+        let what = match left {
             Some(folder) => format!(
-                "{}: the upgrade is proven, but its way back could not be removed ({e}); \
-                 remove {} to free the old tables' space",
-                shown(path),
+                "the upgrade is proven, but its way back could not be removed ({e}); remove \
+                 {} to free the old tables' space",
                 shown(&folder)
             ),
             None => format!(
-                "{}: the upgrade is proven and its way back removed, but the removal could \
-                 not be made durable ({e}); should a power cut bring the folder back, the \
-                 next upgrade removes it",
-                shown(path)
+                "the upgrade is proven and its way back removed, but the removal could not be \
+                 made durable ({e}); should a power cut bring the folder back, the next \
+                 upgrade removes it"
             ),
-        })
+        };
+        Failure::at(path, Kind::Io, what)
     })
 }
 
@@ -195,7 +197,7 @@ fn prove_on_disk(
             keep(format!(
                 "{}: {done}{}",
                 shown(path),
-                lock_failure(path, true, e).message
+                lock_failure(path, true, e)
             ))
         })
     };
@@ -218,10 +220,11 @@ fn prove_on_disk(
     }
     sync("rewritten")?;
     let db = Db::open(path, Some(policy), snappy, false).map_err(|e| {
-        let failure = Failure::damaged(format!(
-            "{}: LevelDB cannot open the rewritten database ({e}): the upgrade is not proven",
-            shown(path)
-        ));
+        let failure = Failure::at(
+            path,
+            Kind::Damaged,
+            format!("LevelDB cannot open the rewritten database ({e}): the upgrade is not proven"),
+        );
         put_back(path, held, way_back, as_left, failure)
     })?;
     let read_after = db.digest();
@@ -233,11 +236,14 @@ fn prove_on_disk(
             Ok(read) => format!("{read} after it"),
             Err(e) => format!("cannot read it after it ({e})"),
         };
-        let failure = Failure::damaged(format!(
-            "{}: LevelDB read {read_before} before the rewrite and {after}: the upgrade is \
-             not proven",
-            shown(path)
-        ));
+        let failure = Failure::at(
+            path,
+            Kind::Damaged,
+            format!(
+                "LevelDB read {read_before} before the rewrite and {after}: the upgrade is not \
+                 proven"
+            ),
+        );
         return Err(put_back(path, held, way_back, &reopened, failure));
     }
     retake("rewritten and proven, ")?;
@@ -254,17 +260,20 @@ fn unfinished(path: &Path, way_back: &WayBack, error: &LevelDbError) -> Failure 
     } else {
         ""
     };
-    Failure::damaged(format!(
-        "{}: LevelDB reported: {error}. The upgrade did not finish; every record reads as \
-         before, after a power cut too, and since what LevelDB wrote after an error is not \
-         known to be on disk, {} keeps the database's files as they were before the upgrade. \
-         Run the upgrade again{room}: it reads the database from the disk, then removes that \
-         folder and finishes the job; `leveldb-bloom upgrade --undo {}` puts those files \
-         back instead",
-        shown(path),
-        shown(way_back.folder()),
-        shown(path)
-    ))
+    Failure::at(
+        path,
+        Kind::Unfinished,
+        format!(
+            "LevelDB reported: {error}. The upgrade did not finish; every record reads as \
+             before, after a power cut too, and since what LevelDB wrote after an error is not \
+             known to be on disk, {} keeps the database's files as they were before the \
+             upgrade. Run the upgrade again{room}: it reads the database from the disk, then \
+             removes that folder and finishes the job; `leveldb-bloom upgrade --undo {}` puts \
+             those files back instead",
+            shown(way_back.folder()),
+            shown(path)
+        ),
+    )
 }
 
 /// The database at `path` read in full, if `upgrade` may hand it to LevelDB: no damage, no
@@ -272,18 +281,20 @@ fn unfinished(path: &Path, way_back: &WayBack, error: &LevelDbError) -> Failure 
 fn rewritable(path: &Path) -> Result<Analysis, Failure> {
     let analysis = analyze_all(path, true, None)?;
     if !analysis.hazards.is_empty() {
-        return Err(Failure::damaged(format!(
-            "{}: damaged: {}; not rewritten",
-            shown(path),
-            analysis.hazards.join("; ")
-        )));
+        return Err(Failure::at(
+            path,
+            Kind::Damaged,
+            format!("damaged: {}; not rewritten", analysis.hazards.join("; ")),
+        ));
     }
     if let Some(line) = analysis.skipped_lines().next() {
-        return Err(Failure::damaged(format!(
-            "{}: not rewritten: opening it, LevelDB would make a loss in its log final \
-             ({line})",
-            shown(path)
-        )));
+        return Err(Failure::at(
+            path,
+            Kind::Damaged,
+            format!(
+                "not rewritten: opening it, LevelDB would make a loss in its log final ({line})"
+            ),
+        ));
     }
     let damaged: Vec<&str> = analysis
         .tables
@@ -294,11 +305,14 @@ fn rewritable(path: &Path) -> Result<Analysis, Failure> {
         .chain(analysis.lost_at_open().map(|(file, _)| file))
         .collect();
     if !damaged.is_empty() {
-        return Err(Failure::damaged(format!(
-            "{}: damaged ({}: run `leveldb-bloom verify`); not rewritten",
-            shown(path),
-            damaged.join(", ")
-        )));
+        return Err(Failure::at(
+            path,
+            Kind::Damaged,
+            format!(
+                "damaged ({}: run `leveldb-bloom verify`); not rewritten",
+                damaged.join(", ")
+            ),
+        ));
     }
     Ok(analysis)
 }
@@ -312,18 +326,22 @@ fn prepare(
     policy: AnyPolicy,
 ) -> Result<(Analysis, WayBack), Failure> {
     WayBack::clear_discarded(path).map_err(|e| {
-        Failure::error(format!(
-            "{}: cannot finish removing an earlier upgrade's way back ({e}); nothing rewritten",
-            shown(path)
-        ))
+        Failure::at(
+            path,
+            Kind::Io,
+            format!(
+                "cannot finish removing an earlier upgrade's way back ({e}); nothing rewritten"
+            ),
+        )
     })?;
     match WayBack::found(path) {
         Found::Foreign(name) => {
-            return Err(Failure::error(format!(
-                "{}: something that is not the command's folder holds the name of its way \
-                 back (a file or a link); move it away and run again; nothing rewritten",
-                shown(&name)
-            )));
+            return Err(Failure::at(
+                &name,
+                Kind::Usage,
+                "something that is not the command's folder holds the name of its way back (a \
+                 file or a link); move it away and run again; nothing rewritten",
+            ));
         }
         // Settled first, before the database is judged: it is an earlier upgrade's state.
         Found::WayBack(left) => settle(path, held, &left, policy)?,
@@ -335,17 +353,21 @@ fn prepare(
         if e.kind() == std::io::ErrorKind::NotFound {
             // A file listed a moment before is gone: LevelDB's open renames its info log
             // before it tries the lock, so another process is opening the database.
-            Failure::error(format!(
-                "{}: in use: a file of the database vanished while the command kept them \
-                 (another process is opening it); nothing rewritten, run again",
-                shown(path)
-            ))
+            Failure::at(
+                path,
+                Kind::InUse,
+                "in use: a file of the database vanished while the command kept them (another \
+                 process is opening it); nothing rewritten, run again",
+            )
         } else {
-            Failure::error(format!(
-                "{}: cannot keep the way back in {} ({e}); nothing rewritten",
-                shown(path),
-                shown(&path.join(way_back::FOLDER))
-            ))
+            Failure::at(
+                path,
+                Kind::Io,
+                format!(
+                    "cannot keep the way back in {} ({e}); nothing rewritten",
+                    shown(&path.join(way_back::FOLDER))
+                ),
+            )
         }
     })?;
     Ok((analysis, way_back))
@@ -361,42 +383,44 @@ fn put_back(
     failure: Failure,
 ) -> Failure {
     if let Err(e) = held.retake() {
-        let in_use = lock_failure(path, true, e).message;
-        return kept_back(path, way_back, &format!("{}; {in_use}", failure.message));
+        let in_use = lock_failure(path, true, e);
+        return kept_back(path, way_back, &format!("{failure}; {in_use}"));
     }
     match way_back.put_back(as_left) {
-        Ok(()) => Failure {
-            message: format!(
-                "{}; the database is put back exactly as it was{}",
-                failure.message,
-                if disk_full(&failure.message) {
-                    ": free some space, then run the upgrade again"
-                } else {
-                    ""
-                }
-            ),
-            ..failure
-        },
-        Err(e) => kept_back(path, way_back, &format!("{}; {e}", failure.message)),
+        Ok(()) => {
+            let room = if disk_full(&failure.to_string()) {
+                ": free some space, then run the upgrade again"
+            } else {
+                ""
+            };
+            failure.and(&format!(
+                "; the database is put back exactly as it was{room}"
+            ))
+        }
+        Err(e) => kept_back(path, way_back, &format!("{failure}; {e}")),
     }
 }
 
 /// What to say when the database is left as it is, its way back kept: `why`, and the ways on.
 fn kept_back(path: &Path, way_back: &WayBack, why: &str) -> Failure {
-    Failure::damaged(format!(
-        "{why}. Not put back: {} holds the database's files as they were before the upgrade. \
+    Failure::new(
+        Kind::Unfinished,
+        format!(
+            "{why}. Not put back: {} holds the database's files as they were before the upgrade. \
          To keep the database as it is, remove that folder; to put those files back (which \
          drops whatever was written since), run `leveldb-bloom upgrade --undo {}`",
-        shown(way_back.folder()),
-        shown(path)
-    ))
+            shown(way_back.folder()),
+            shown(path)
+        ),
+    )
 }
 
 fn cannot_fingerprint(path: &Path, e: &std::io::Error) -> Failure {
-    Failure::error(format!(
-        "{}: cannot list the database's files ({e})",
-        shown(path)
-    ))
+    Failure::at(
+        path,
+        Kind::Io,
+        format!("cannot list the database's files ({e})"),
+    )
 }
 
 /// Whether a message (LevelDB's, or the system's through it) says the disk is full.
@@ -415,7 +439,7 @@ fn settle(
     policy: AnyPolicy,
 ) -> Result<(), Failure> {
     let folder = shown(left.folder());
-    let cannot = |e: std::io::Error| Failure::error(format!("{folder}: {e}"));
+    let cannot = |e: std::io::Error| Failure::from(e).within(left.folder());
     if !left.whole() {
         // Stopped while it was made, before LevelDB opened the database: the moved files go
         // back where their names are free.
@@ -426,12 +450,13 @@ fn settle(
         // It is half one version and half the other until putting back is finished, unless
         // another process wrote since.
         return Err(match left.resume_put_back() {
-            Ok(()) => Failure::damaged(format!(
-                "{}: an earlier upgrade could not prove its result and was putting the \
-                 database back; that is finished, and the database is as it was before that \
-                 upgrade. Nothing rewritten: run the upgrade again",
-                shown(path)
-            )),
+            Ok(()) => Failure::at(
+                path,
+                Kind::Unfinished,
+                "an earlier upgrade could not prove its result and was putting the database \
+                 back; that is finished, and the database is as it was before that upgrade. \
+                 Nothing rewritten: run the upgrade again",
+            ),
             Err(e) => kept_back(path, left, &e.to_string()),
         });
     }
@@ -451,17 +476,20 @@ fn settle(
             way_back::sync_dir(path).map_err(cannot)?;
             left.discard().map_err(cannot)
         }
-        now => Err(Failure::damaged(format!(
-            "{}: an earlier upgrade did not finish, and LevelDB now reads {} where it read \
-             {before} before that upgrade: a program wrote to the database since, it was \
-             damaged since, or the upgrade lost records. Nothing rewritten. {folder} holds \
-             the database's files as they were before that upgrade: to keep the database as \
-             it is, remove that folder; to put those files back, run `leveldb-bloom upgrade \
-             --undo {}`",
-            shown(path),
-            now.map_or_else(|e| format!("nothing ({e})"), |now| now.to_string()),
-            shown(path)
-        ))),
+        now => Err(Failure::at(
+            path,
+            Kind::Unfinished,
+            format!(
+                "an earlier upgrade did not finish, and LevelDB now reads {} where it read \
+                 {before} before that upgrade: a program wrote to the database since, it was \
+                 damaged since, or the upgrade lost records. Nothing rewritten. {folder} holds \
+                 the database's files as they were before that upgrade: to keep the database \
+                 as it is, remove that folder; to put those files back, run `leveldb-bloom \
+                 upgrade --undo {}`",
+                now.map_or_else(|e| format!("nothing ({e})"), |now| now.to_string()),
+                shown(path)
+            ),
+        )),
     }
 }
 
@@ -473,28 +501,31 @@ pub fn undo(path: &Path) -> Result<u8, Failure> {
     let left = match WayBack::found(path) {
         Found::WayBack(left) => left,
         Found::Nothing => {
-            return Err(Failure::error(format!(
-                "{}: no upgrade left a way back here; nothing to put back",
-                shown(path)
-            )));
+            return Err(Failure::at(
+                path,
+                Kind::Usage,
+                "no upgrade left a way back here; nothing to put back",
+            ));
         }
         Found::Foreign(name) => {
-            return Err(Failure::error(format!(
-                "{}: not the command's folder (a file or a link); nothing to put back",
-                shown(&name)
-            )));
+            return Err(Failure::at(
+                &name,
+                Kind::Usage,
+                "not the command's folder (a file or a link); nothing to put back",
+            ));
         }
     };
     if !left.whole() {
-        return Err(Failure::error(format!(
-            "{}: the upgrade that left it stopped before LevelDB opened the database, while \
-             making it; nothing to put back (the next upgrade removes it, moving back what it \
-             had moved aside)",
-            shown(left.folder())
-        )));
+        return Err(Failure::at(
+            left.folder(),
+            Kind::Usage,
+            "the upgrade that left it stopped before LevelDB opened the database, while making \
+             it; nothing to put back (the next upgrade removes it, moving back what it had \
+             moved aside)",
+        ));
     }
     left.put_back_anyway()
-        .map_err(|e| Failure::error(format!("{}: {e}", shown(left.folder()))))?;
+        .map_err(|e| Failure::at(left.folder(), Kind::Io, e.to_string()))?;
     emit("put back: the database is as it was before the upgrade that did not finish\n")?;
     Ok(OK)
 }

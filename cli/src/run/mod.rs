@@ -36,7 +36,7 @@ use leveldb_bloom::Format;
 pub use caller::record_at_start;
 pub use summary::Summary;
 
-use crate::failure::{ERROR, Failure};
+use crate::failure::{ERROR, Failure, Kind};
 use crate::files::shown;
 use said::say;
 use spawn::Launch;
@@ -68,7 +68,7 @@ pub struct Run {
 /// `run [--format F] [--bits-per-key N] [--dropin PATH] [--stats FILE|--json] -- PROGRAM`.
 pub fn run(request: Run) -> Result<u8, Failure> {
     let Some(name) = request.program.first() else {
-        return Err(Failure::error("run: no program given"));
+        return Err(Failure::new(Kind::Usage, "run: no program given"));
     };
     let dropin = preload::dropin(request.dropin.clone())?;
     check_bits_per_key(&request)?;
@@ -115,7 +115,7 @@ pub fn run(request: Run) -> Result<u8, Failure> {
         }
     };
     let status = signals::wait_for(child)
-        .map_err(|e| Failure::error(format!("run: waiting for the program: {e}")))?;
+        .map_err(|e| Failure::new(Kind::Io, format!("run: waiting for the program: {e}")))?;
     summary.status = exit_status(status);
     if let Some(folder) = &folder {
         summary::summarize(folder.path(), &mut summary);
@@ -151,11 +151,14 @@ fn check_bits_per_key(request: &Run) -> Result<(), Failure> {
     });
     let format = format.unwrap_or(Format::Bloom);
     if format.policy(bits).is_err() {
-        return Err(Failure::error(format!(
-            "run: --bits-per-key {bits:?}: {} filters take {}",
-            format.name(),
-            format.settings()
-        )));
+        return Err(Failure::new(
+            Kind::Usage,
+            format!(
+                "run: --bits-per-key {bits:?}: {} filters take {}",
+                format.name(),
+                format.settings()
+            ),
+        ));
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::said::say;
-use crate::failure::Failure;
+use crate::failure::{Failure, Kind};
 use crate::files::shown;
 
 /// The drop-in's file name.
@@ -17,18 +17,21 @@ pub(super) fn dropin(named: Option<PathBuf>) -> Result<PathBuf, Failure> {
     let dropin = match named.or_else(dropin_beside_command) {
         Some(dropin) if dropin.is_file() => dropin,
         Some(dropin) => {
-            return Err(Failure::error(format!("{}: no such file", shown(&dropin))));
+            return Err(Failure::at(&dropin, Kind::NotFound, "no such file"));
         }
         None => {
-            return Err(Failure::error(format!(
-                "run: {DROPIN} is not beside the command (its folder, or its prefix's lib); \
+            return Err(Failure::new(
+                Kind::Usage,
+                format!(
+                    "run: {DROPIN} is not beside the command (its folder, or its prefix's lib); \
                  name it with --dropin"
-            )));
+                ),
+            ));
         }
     };
     dropin
         .canonicalize()
-        .map_err(|e| Failure::error(format!("{}: {e}", shown(&dropin))))
+        .map_err(|e| Failure::from(e).within(&dropin))
 }
 
 /// The drop-in beside the command: in its folder, or the `lib` folders of its prefix.
@@ -57,7 +60,7 @@ pub(super) fn ld_preload(dropin: &Path, folder: Option<&Path>) -> Result<OsStrin
         Some(folder) if splits_ld_preload(dropin) => {
             let link = folder.join(DROPIN);
             std::os::unix::fs::symlink(dropin, &link)
-                .map_err(|e| Failure::error(format!("{}: {e}", shown(&link))))?;
+                .map_err(|e| Failure::from(e).within(&link))?;
             say(&format!(
                 "{}: LD_PRELOAD cannot name a path with a space or colon; preloading a link \
                  to it that goes when the command ends, so a process the program leaves \
@@ -69,10 +72,11 @@ pub(super) fn ld_preload(dropin: &Path, folder: Option<&Path>) -> Result<OsStrin
         _ => dropin.to_path_buf(),
     };
     if splits_ld_preload(&preloaded) {
-        return Err(Failure::error(format!(
-            "{}: LD_PRELOAD cannot name a path with a space or colon",
-            shown(&preloaded)
-        )));
+        return Err(Failure::at(
+            &preloaded,
+            Kind::Usage,
+            "LD_PRELOAD cannot name a path with a space or colon",
+        ));
     }
     Ok(match std::env::var_os("LD_PRELOAD") {
         Some(old) if !old.is_empty() => {
