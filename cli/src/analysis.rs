@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::failure::{Failure, Kind};
-use crate::files::{self, ReadError, shown};
+use crate::files::{self, shown};
 use crate::lock::DatabaseLock;
 use crate::manifest;
 use crate::orphans;
@@ -278,15 +278,15 @@ fn analyze_table(
             }
             report
         }
-        Err(ReadError::NotFound) if live.is_some() => unreadable(
+        Err(e) if e.kind() == Kind::NotFound && live.is_some() => unreadable(
             &name,
             0,
             "table file of the current version is missing".into(),
         ),
-        Err(ReadError::NotRegular(what)) => {
-            unreadable(&name, 0, format!("{what}, not a regular file"))
+        Err(e) if matches!(e.kind(), Kind::NotRegular(_)) => {
+            unreadable(&name, 0, e.what().to_owned())
         }
-        Err(e) => return Err(Failure::at(file, Kind::Io, e.to_string())),
+        Err(e) => return Err(e),
     };
     Ok(TableReport {
         level: live.map(|t| t.file.level),
@@ -307,8 +307,9 @@ fn orphans_of(target: &Target, last_sequence: u64, held: &[(u64, u64)]) -> Vec<O
         .iter()
         .map(|file| Orphan {
             file: file_name(file),
+            // Said in the file's own line, which names it.
             lacking: files::open_regular(file)
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.what().to_owned())
                 .and_then(|(opened, len)| {
                     orphans::records_beyond(
                         &OpenTable::new(opened, len),

@@ -7,6 +7,8 @@ use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
+use crate::failure::{Failure, Kind};
+
 /// A path as the command prints it: control characters (a terminal's escape sequences
 /// among them) escaped, bytes that are not UTF-8 replaced.
 pub fn shown(path: &Path) -> String {
@@ -22,35 +24,16 @@ pub fn shown(path: &Path) -> String {
         .collect()
 }
 
-/// Why a file was not read.
-#[derive(Debug)]
-pub enum ReadError {
-    /// There is no such file.
-    NotFound,
-    /// Something other than a regular file is there: what it is.
-    NotRegular(&'static str),
-    /// Reading failed.
-    Io(io::Error),
-}
-
-impl std::fmt::Display for ReadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ReadError::NotFound => f.write_str("no such file"),
-            ReadError::NotRegular(what) => write!(f, "{what}, not a regular file"),
-            ReadError::Io(e) => write!(f, "{e}"),
-        }
-    }
-}
-
 /// The whole contents of the regular file at `path`.
-pub fn read_regular(path: &Path) -> Result<Vec<u8>, ReadError> {
+pub fn read_regular(path: &Path) -> Result<Vec<u8>, Failure> {
     let (file, len) = open_regular(path)?;
-    read_at_most(file, len)
+    read_at_most(path, file, len)
 }
 
-/// The regular file at `path`, open for reading, and its length.
-pub fn open_regular(path: &Path) -> Result<(File, u64), ReadError> {
+/// The regular file at `path`, open for reading, and its length. Fails as
+/// [`Kind::NotFound`] where there is no such file, as [`Kind::NotRegular`] where something
+/// else is there, else as [`Kind::Io`].
+pub fn open_regular(path: &Path) -> Result<(File, u64), Failure> {
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. It
     // changes nothing for a regular file.
     let file = OpenOptions::new()
@@ -58,27 +41,31 @@ pub fn open_regular(path: &Path) -> Result<(File, u64), ReadError> {
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
         .map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => ReadError::NotFound,
-            _ => ReadError::Io(e),
+            io::ErrorKind::NotFound => Failure::at(path, Kind::NotFound, "no such file"),
+            _ => Failure::from(e).within(path),
         })?;
-    let meta = file.metadata().map_err(ReadError::Io)?;
+    let meta = file.metadata().map_err(|e| Failure::from(e).within(path))?;
     if !meta.is_file() {
-        return Err(ReadError::NotRegular(kind_of(&meta)));
+        let what = kind_of(&meta);
+        return Err(Failure::at(
+            path,
+            Kind::NotRegular(what),
+            format!("{what}, not a regular file"),
+        ));
     }
     Ok((file, meta.len()))
 }
 
-/// At most `len` bytes of `file` (a file that grew since is read as it was).
-fn read_at_most(file: File, len: u64) -> Result<Vec<u8>, ReadError> {
+/// At most `len` bytes of `file`, open at `path` (a file that grew since is read as it was).
+fn read_at_most(path: &Path, file: File, len: u64) -> Result<Vec<u8>, Failure> {
     let mut bytes = Vec::new();
-    let len_usize =
-        usize::try_from(len).map_err(|_| ReadError::Io(io::Error::other("too large")))?;
+    let len_usize = usize::try_from(len).map_err(|_| Failure::at(path, Kind::Io, "too large"))?;
     bytes
         .try_reserve_exact(len_usize)
-        .map_err(|_| ReadError::Io(io::Error::other("out of memory")))?;
+        .map_err(|_| Failure::at(path, Kind::Io, "out of memory"))?;
     file.take(len)
         .read_to_end(&mut bytes)
-        .map_err(ReadError::Io)?;
+        .map_err(|e| Failure::from(e).within(path))?;
     Ok(bytes)
 }
 
@@ -113,25 +100,22 @@ mod tests {
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&file, &link).unwrap();
         assert_eq!(read_regular(&link).unwrap(), b"abc");
-        assert!(matches!(
-            read_regular(dir.path()),
-            Err(ReadError::NotRegular("a directory"))
-        ));
-        assert!(matches!(
-            read_regular(Path::new("/dev/zero")),
-            Err(ReadError::NotRegular("a character device"))
-        ));
+        let kind = |path: &Path| read_regular(path).unwrap_err().kind();
+        assert_eq!(kind(dir.path()), Kind::NotRegular("a directory"));
+        assert_eq!(
+            kind(Path::new("/dev/zero")),
+            Kind::NotRegular("a character device")
+        );
         let fifo = dir.path().join("fifo");
         let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: a NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        assert!(matches!(
-            read_regular(&fifo),
-            Err(ReadError::NotRegular("a FIFO"))
-        ));
-        assert!(matches!(
-            read_regular(&dir.path().join("none")),
-            Err(ReadError::NotFound)
-        ));
+        assert_eq!(kind(&fifo), Kind::NotRegular("a FIFO"));
+        let none = dir.path().join("none");
+        assert_eq!(kind(&none), Kind::NotFound);
+        assert_eq!(
+            read_regular(&none).unwrap_err().to_string(),
+            format!("{}: no such file", none.display())
+        );
     }
 }

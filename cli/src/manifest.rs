@@ -8,7 +8,8 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::files::{self, ReadError};
+use crate::failure::Kind;
+use crate::files;
 use crate::log_reader::log_records;
 use crate::table::{compare_internal_keys, varint32};
 
@@ -324,8 +325,8 @@ pub fn is_database(dir: &Path) -> bool {
 /// Reads one of the database's own files: missing or not a regular file is damage.
 fn read(path: &Path) -> Result<Vec<u8>, Error> {
     files::read_regular(path).map_err(|e| Error {
-        message: format!("{}: {e}", files::shown(path)),
-        damaged: !matches!(e, ReadError::Io(_)),
+        damaged: e.kind() != Kind::Io,
+        message: e.to_string(),
     })
 }
 

@@ -94,7 +94,7 @@ fn read_log_visiting(path: &Path, mut visit: Option<&mut Visit<'_>>) -> LogRepor
     let mut file = match files::open_regular(path) {
         Ok((file, _)) => file,
         Err(e) => {
-            report.damage = Some(cannot_read(0, &e));
+            report.damage = Some(cannot_read(0, &e.what()));
             return report;
         }
     };
