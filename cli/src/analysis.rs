@@ -13,7 +13,7 @@ use crate::manifest;
 use crate::orphans;
 use crate::report::{self, Keys, TableReport};
 use crate::table::OpenTable;
-use crate::target::{Target, is_database_dir, lock};
+use crate::target::{Target, is_database_dir};
 use crate::wal::{self, LogDamage, LogReport};
 use crate::way_back::{Found, WayBack};
 
@@ -186,7 +186,7 @@ pub(crate) fn analyze_read_only(
     keys: Option<Keys>,
 ) -> Result<(Option<DatabaseLock>, Analysis), Failure> {
     let database = is_database_dir(path)?;
-    let lock = database.then(|| lock(path, false)).transpose()?;
+    let lock = database.then(|| DatabaseLock::read(path)).transpose()?;
     let analysis = analyze_all(path, database, keys)?;
     Ok((lock, analysis))
 }

@@ -17,45 +17,43 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use crate::failure::{Failure, Kind};
+use crate::files::shown;
 
 /// A held lock on a database (none when the database has no `LOCK` file and the lock is
 /// only read: no process has ever had it open here).
 #[derive(Debug)]
 pub struct DatabaseLock {
+    dir: PathBuf,
     file: Option<File>,
     write: bool,
-}
-
-/// Why the lock was not taken.
-#[derive(Debug)]
-pub enum LockError {
-    /// Another process holds it: the database is in use.
-    InUse,
-    /// `LOCK` cannot be opened as asked (a read-only file system, permissions).
-    Io(io::Error),
 }
 
 impl DatabaseLock {
     /// A read lock on the database in `dir`. A `LOCK` that is a directory fails as it fails
     /// LevelDB, which opens it read-write ("Is a directory"): no LevelDB opens the database.
-    pub fn read(dir: &Path) -> Result<DatabaseLock, LockError> {
+    /// Fails as [`Kind::InUse`] where another process holds the lock.
+    pub fn read(dir: &Path) -> Result<DatabaseLock, Failure> {
         let opened = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(dir.join("LOCK"));
+        let cannot = |e| cannot_lock(dir, false, e);
         match opened {
-            Ok(file) if file.metadata().map_err(LockError::Io)?.is_dir() => {
-                Err(LockError::Io(io::Error::from_raw_os_error(libc::EISDIR)))
+            Ok(file) if file.metadata().map_err(cannot)?.is_dir() => {
+                Err(cannot(io::Error::from_raw_os_error(libc::EISDIR)))
             }
-            Ok(file) => Self::take(Some(file), false),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Self::take(None, false),
-            Err(e) => Err(LockError::Io(e)),
+            Ok(file) => Self::take(dir, Some(file), false),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Self::take(dir, None, false),
+            Err(e) => Err(cannot(e)),
         }
     }
 
-    /// The write lock on the database in `dir`, creating `LOCK` as LevelDB does.
-    pub fn write(dir: &Path) -> Result<DatabaseLock, LockError> {
+    /// The write lock on the database in `dir`, creating `LOCK` as LevelDB does. Fails as
+    /// [`Kind::InUse`] where another process holds the lock.
+    pub fn write(dir: &Path) -> Result<DatabaseLock, Failure> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -64,17 +62,21 @@ impl DatabaseLock {
             .mode(0o644)
             .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(dir.join("LOCK"))
-            .map_err(LockError::Io)?;
-        Self::take(Some(file), true)
+            .map_err(|e| cannot_lock(dir, true, e))?;
+        Self::take(dir, Some(file), true)
     }
 
-    fn take(file: Option<File>, write: bool) -> Result<DatabaseLock, LockError> {
-        let lock = DatabaseLock { file, write };
+    fn take(dir: &Path, file: Option<File>, write: bool) -> Result<DatabaseLock, Failure> {
+        let lock = DatabaseLock {
+            dir: dir.to_path_buf(),
+            file,
+            write,
+        };
         if let Some(file) = &lock.file {
             let how = if write { libc::LOCK_EX } else { libc::LOCK_SH };
             // SAFETY: `file` is open for the whole call.
             if unsafe { libc::flock(file.as_raw_fd(), how | libc::LOCK_NB) } != 0 {
-                return Err(Self::refused());
+                return Err(lock.refused());
             }
         }
         lock.retake()?;
@@ -82,17 +84,21 @@ impl DatabaseLock {
     }
 
     /// What a lock call's failure means: another holder, or an I/O error.
-    fn refused() -> LockError {
+    fn refused(&self) -> Failure {
         let e = io::Error::last_os_error();
         match e.raw_os_error() {
-            Some(libc::EAGAIN | libc::EACCES) => LockError::InUse,
-            _ => LockError::Io(e),
+            Some(libc::EAGAIN | libc::EACCES) => Failure::at(
+                &self.dir,
+                Kind::InUse,
+                "in use: another process has the database open; close it and run again",
+            ),
+            _ => cannot_lock(&self.dir, self.write, e),
         }
     }
 
     /// Takes the lock again (after LevelDB, opened by this process, closed the database and
     /// so released it).
-    pub fn retake(&self) -> Result<(), LockError> {
+    pub fn retake(&self) -> Result<(), Failure> {
         let Some(file) = &self.file else {
             return Ok(());
         };
@@ -108,8 +114,29 @@ impl DatabaseLock {
         if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &request) } == 0 {
             return Ok(());
         }
-        Err(Self::refused())
+        Err(self.refused())
     }
+}
+
+/// What to say of the lock on the database in `dir` (`write`: the write lock, which only
+/// `upgrade` takes) that the system's error `e` kept the command from taking.
+fn cannot_lock(dir: &Path, write: bool, e: io::Error) -> Failure {
+    let lock = shown(&dir.join("LOCK"));
+    let what = if write && e.raw_os_error() == Some(libc::EROFS) {
+        "on a read-only file system; nothing rewritten".to_owned()
+    } else if write {
+        format!("cannot take LevelDB's lock to rewrite it ({lock}: {e}); nothing rewritten")
+    } else {
+        format!(
+            "cannot take LevelDB's lock ({lock}: {e}){}",
+            if e.raw_os_error() == Some(libc::EISDIR) {
+                "; no LevelDB can open the database while it is so"
+            } else {
+                ""
+            }
+        )
+    };
+    Failure::at(dir, Kind::Io, what)
 }
 
 #[cfg(test)]
@@ -159,14 +186,14 @@ mod tests {
         let writer = File::open(dir.path().join("LOCK")).unwrap();
         // SAFETY: `writer` is open for the whole call.
         assert_eq!(unsafe { libc::flock(writer.as_raw_fd(), libc::LOCK_EX) }, 0);
-        assert!(matches!(
-            DatabaseLock::read(dir.path()),
-            Err(LockError::InUse)
-        ));
-        assert!(matches!(
-            DatabaseLock::write(dir.path()),
-            Err(LockError::InUse)
-        ));
+        assert_eq!(
+            DatabaseLock::read(dir.path()).unwrap_err().kind(),
+            Kind::InUse
+        );
+        assert_eq!(
+            DatabaseLock::write(dir.path()).unwrap_err().kind(),
+            Kind::InUse
+        );
         drop(writer);
         assert!(DatabaseLock::write(dir.path()).is_ok());
     }
@@ -180,7 +207,8 @@ mod tests {
             DatabaseLock::write(dir.path()),
         ] {
             assert!(
-                matches!(&taken, Err(LockError::Io(e)) if e.raw_os_error() == Some(libc::EISDIR)),
+                matches!(&taken, Err(e) if e.kind() == Kind::Io
+                    && e.to_string().contains("Is a directory")),
                 "{taken:?}"
             );
         }

@@ -4,8 +4,6 @@
 use std::path::{Path, PathBuf};
 
 use crate::failure::{Failure, Kind};
-use crate::files::shown;
-use crate::lock::{DatabaseLock, LockError};
 use crate::manifest;
 use crate::report::Keys;
 
@@ -74,52 +72,4 @@ pub(crate) fn is_database_dir(path: &Path) -> Result<bool, Failure> {
         ));
     }
     Ok(meta.is_dir())
-}
-
-/// LevelDB's lock on the database in `dir`, taken before anything of it is read: a read
-/// lock for the commands that only read, the write lock for `upgrade`.
-pub(crate) fn lock(dir: &Path, write: bool) -> Result<DatabaseLock, Failure> {
-    let taken = if write {
-        DatabaseLock::write(dir)
-    } else {
-        DatabaseLock::read(dir)
-    };
-    taken.map_err(|e| lock_failure(dir, write, e))
-}
-
-/// What to say of a lock on the database in `dir` that could not be taken.
-pub(crate) fn lock_failure(dir: &Path, write: bool, e: LockError) -> Failure {
-    match e {
-        LockError::InUse => Failure::at(
-            dir,
-            Kind::InUse,
-            "in use: another process has the database open; close it and run again",
-        ),
-        LockError::Io(e) if write && e.raw_os_error() == Some(libc::EROFS) => Failure::at(
-            dir,
-            Kind::Io,
-            "on a read-only file system; nothing rewritten",
-        ),
-        LockError::Io(e) if write => Failure::at(
-            dir,
-            Kind::Io,
-            format!(
-                "cannot take LevelDB's lock to rewrite it ({}: {e}); nothing rewritten",
-                shown(&dir.join("LOCK"))
-            ),
-        ),
-        LockError::Io(e) => Failure::at(
-            dir,
-            Kind::Io,
-            format!(
-                "cannot take LevelDB's lock ({}: {e}){}",
-                shown(&dir.join("LOCK")),
-                if e.raw_os_error() == Some(libc::EISDIR) {
-                    "; no LevelDB can open the database while it is so"
-                } else {
-                    ""
-                }
-            ),
-        ),
-    }
 }

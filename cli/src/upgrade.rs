@@ -11,7 +11,6 @@ use crate::leveldb::{Db, LevelDbError};
 use crate::lock::DatabaseLock;
 use crate::manifest;
 use crate::report::{self, TableReport};
-use crate::target::{lock, lock_failure};
 use crate::way_back::{self, Fingerprint, Found, WayBack};
 use leveldb_bloom::AnyPolicy;
 
@@ -63,7 +62,7 @@ fn lock_and_prepare(
     // once, before any table is read. A LOCK file the command creates for a database it
     // then refuses is removed again: a refusal changes no file.
     let created_lock = path.join("LOCK").symlink_metadata().is_err();
-    let held = lock(path, true)?;
+    let held = DatabaseLock::write(path)?;
     let prepared = prepare(path, &held, policy);
     if prepared.is_err() && created_lock {
         let _ = std::fs::remove_file(path.join("LOCK"));
@@ -193,13 +192,8 @@ fn prove_on_disk(
     let keep = |why: String| kept_back(path, way_back, &why);
     // `done`: how far the upgrade got, said before why it stops there.
     let retake = |done: &str| {
-        held.retake().map_err(|e| {
-            keep(format!(
-                "{}: {done}{}",
-                shown(path),
-                lock_failure(path, true, e)
-            ))
-        })
+        held.retake()
+            .map_err(|e| keep(format!("{}: {done}{e}", shown(path))))
     };
     let sync = |done: &str| {
         way_back::sync_dir(path).map_err(|e| {
@@ -383,8 +377,7 @@ fn put_back(
     failure: Failure,
 ) -> Failure {
     if let Err(e) = held.retake() {
-        let in_use = lock_failure(path, true, e);
-        return kept_back(path, way_back, &format!("{failure}; {in_use}"));
+        return kept_back(path, way_back, &format!("{failure}; {e}"));
     }
     match way_back.put_back(as_left) {
         Ok(()) => {
@@ -470,7 +463,7 @@ fn settle(
         Err(e) => return Err(kept_back(path, left, &format!("{folder}: {e}"))),
     };
     let now = Db::open(path, Some(policy), true, false).and_then(|db| db.digest());
-    held.retake().map_err(|e| lock_failure(path, true, e))?;
+    held.retake()?;
     match now {
         Ok(now) if now == before => {
             way_back::sync_dir(path).map_err(cannot)?;
@@ -497,7 +490,7 @@ fn settle(
 /// written since (the operator's call).
 pub fn undo(path: &Path) -> Result<u8, Failure> {
     must_be_database(path)?;
-    let _held = lock(path, true)?;
+    let _held = DatabaseLock::write(path)?;
     let left = match WayBack::found(path) {
         Found::WayBack(left) => left,
         Found::Nothing => {
