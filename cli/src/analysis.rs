@@ -269,8 +269,8 @@ fn analyze_table(
             let mut report = report::analyze(name.clone(), &table, keys).unwrap_or_else(|e| {
                 unreadable(
                     &name,
-                    e.offset,
-                    format!("cannot read the table: {}", e.what),
+                    e.offset().unwrap_or_default(),
+                    format!("cannot read the table: {}", e.what()),
                 )
             });
             if let Some(live) = live {

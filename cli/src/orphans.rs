@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::failure::Failure;
 use crate::files;
 use crate::manifest::LiveTable;
 use crate::table::{self, BlockHandle, OpenTable, RawBlock, Table, TableFile, user_key_of};
@@ -58,7 +59,7 @@ pub fn records_beyond(
     last_sequence: u64,
     held: &[(u64, u64)],
     version: &mut dyn FnMut(&[u8]) -> Option<Said>,
-) -> Result<u64, table::Error> {
+) -> Result<u64, Failure> {
     let table = Table::open(file)?;
     let mut lacking = 0;
     let mut previous: Option<Vec<u8>> = None;

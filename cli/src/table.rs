@@ -1,8 +1,8 @@
 //! Reading a LevelDB table file (LevelDB's `doc/table_format.md`): the footer, block handles,
 //! blocks with their trailers (compression type and masked CRC32C), and the prefix-compressed
 //! entries with their restart array. Every length read from the file is checked against the
-//! bytes that are there before anything is sized by it, so corrupt input is an [`Error`]
-//! naming the offset, never a panic or a huge allocation. A file is read block by block, as
+//! bytes that are there before anything is sized by it, so corrupt input is a [`Failure`]
+//! at its offset, never a panic or a huge allocation. A file is read block by block, as
 //! LevelDB reads it ([`TableFile`]): memory follows the largest block, not the file.
 
 use std::borrow::Cow;
@@ -11,6 +11,8 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 use leveldb_bloom::{FilterBlockReader, FilterPolicy};
+
+use crate::failure::{Failure, Kind};
 
 /// The last 8 bytes of every table file.
 pub const MAGIC: u64 = 0xdb47_7524_8b80_fb57;
@@ -24,26 +26,9 @@ pub const FILTER_KEY_PREFIX: &[u8] = b"filter.";
 /// more is corrupt, and its claim is not allocated.
 const SNAPPY_MAX_EXPANSION: usize = 32;
 
-/// What is wrong, and where in the file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    pub offset: u64,
-    pub what: String,
-}
-
-impl Error {
-    fn at(offset: u64, what: impl Into<String>) -> Error {
-        Error {
-            offset,
-            what: what.into(),
-        }
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "at offset {}: {}", self.offset, self.what)
-    }
+/// What is wrong with the table's bytes at `offset`: damage.
+fn damage(offset: u64, what: impl Into<String>) -> Failure {
+    Failure::at_offset(offset, Kind::Damaged, what)
 }
 
 /// A table's bytes, read where they are needed.
@@ -51,7 +36,7 @@ pub trait TableFile {
     /// The table's length in bytes: the file's, or the part of it LevelDB reads.
     fn size(&self) -> u64;
     /// The `len` bytes at `offset`, which lie inside the table.
-    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, Error>;
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, Failure>;
 }
 
 /// Bytes in memory (a fuzzer's input, a test's table).
@@ -60,12 +45,12 @@ impl<T: AsRef<[u8]>> TableFile for T {
         self.as_ref().len() as u64
     }
 
-    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, Error> {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, Failure> {
         usize::try_from(offset)
             .ok()
             .and_then(|start| self.as_ref().get(start..start.checked_add(len)?))
             .map(Cow::Borrowed)
-            .ok_or_else(|| Error::at(offset, "read past the end of the table"))
+            .ok_or_else(|| damage(offset, "read past the end of the table"))
     }
 }
 
@@ -86,21 +71,21 @@ impl TableFile for OpenTable {
         self.len
     }
 
-    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, Error> {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, Failure> {
         if offset
             .checked_add(len as u64)
             .is_none_or(|end| end > self.len)
         {
-            return Err(Error::at(offset, "read past the end of the table"));
+            return Err(damage(offset, "read past the end of the table"));
         }
         let mut bytes = Vec::new();
-        bytes
-            .try_reserve_exact(len)
-            .map_err(|_| Error::at(offset, format!("{len} bytes: out of memory")))?;
+        bytes.try_reserve_exact(len).map_err(|_| {
+            Failure::at_offset(offset, Kind::Io, format!("{len} bytes: out of memory"))
+        })?;
         bytes.resize(len, 0);
-        self.file
-            .read_exact_at(&mut bytes, offset)
-            .map_err(|e| Error::at(offset, format!("cannot read the file: {e}")))?;
+        self.file.read_exact_at(&mut bytes, offset).map_err(|e| {
+            Failure::at_offset(offset, Kind::Io, format!("cannot read the file: {e}"))
+        })?;
         Ok(Cow::Owned(bytes))
     }
 }
@@ -182,17 +167,17 @@ impl<'a> RawBlock<'a> {
     pub fn locate<F: TableFile + ?Sized>(
         file: &'a F,
         handle: BlockHandle,
-    ) -> Result<RawBlock<'a>, Error> {
+    ) -> Result<RawBlock<'a>, Failure> {
         let start = usize::try_from(handle.offset).ok();
         let end = start.and_then(|s| {
             s.checked_add(usize::try_from(handle.size).ok()?)?
                 .checked_add(TRAILER_LEN)
         });
         let (Some(start), Some(end)) = (start, end) else {
-            return Err(Error::at(handle.offset, "block handle out of range"));
+            return Err(damage(handle.offset, "block handle out of range"));
         };
         if end as u64 > file.size() {
-            return Err(Error::at(
+            return Err(damage(
                 handle.offset,
                 format!(
                     "block of {} bytes runs past the end of the file ({} bytes): truncated?",
@@ -218,7 +203,7 @@ impl<'a> RawBlock<'a> {
     }
 
     /// The block's contents, uncompressed.
-    pub fn contents(self) -> Result<Cow<'a, [u8]>, Error> {
+    pub fn contents(self) -> Result<Cow<'a, [u8]>, Failure> {
         let at = self.handle.offset;
         match self.compression {
             0 => Ok(match self.bytes {
@@ -231,9 +216,9 @@ impl<'a> RawBlock<'a> {
             1 => {
                 let stored = self.stored();
                 let len = snap::raw::decompress_len(stored)
-                    .map_err(|e| Error::at(at, format!("snappy block: {e}")))?;
+                    .map_err(|e| damage(at, format!("snappy block: {e}")))?;
                 if len > stored.len().saturating_mul(SNAPPY_MAX_EXPANSION) + 64 {
-                    return Err(Error::at(
+                    return Err(damage(
                         at,
                         format!("snappy block claims {len} bytes from {}", stored.len()),
                     ));
@@ -241,9 +226,9 @@ impl<'a> RawBlock<'a> {
                 snap::raw::Decoder::new()
                     .decompress_vec(stored)
                     .map(Cow::Owned)
-                    .map_err(|e| Error::at(at, format!("snappy block: {e}")))
+                    .map_err(|e| damage(at, format!("snappy block: {e}")))
             }
-            other => Err(Error::at(at, foreign_compression(other, self.stored()))),
+            other => Err(damage(at, foreign_compression(other, self.stored()))),
         }
     }
 }
@@ -299,8 +284,8 @@ pub fn for_each_entry(
     at: u64,
     key_bytes_limit: usize,
     mut f: impl FnMut(&[u8], &[u8]),
-) -> Result<(), Error> {
-    let bad = |what: &str| Error::at(at, format!("block: {what}"));
+) -> Result<(), Failure> {
+    let bad = |what: &str| damage(at, format!("block: {what}"));
     let restarts = Restarts::of(contents, &bad)?;
     let (entries_end, restart) = (restarts.entries_end, |i| restarts.at(i));
     let key_bytes_limit =
@@ -377,7 +362,7 @@ struct Restarts<'a> {
 impl<'a> Restarts<'a> {
     /// The restart array of a block's `contents`, where LevelDB can read from it (`bad`
     /// says why not).
-    fn of(contents: &'a [u8], bad: &dyn Fn(&str) -> Error) -> Result<Restarts<'a>, Error> {
+    fn of(contents: &'a [u8], bad: &dyn Fn(&str) -> Failure) -> Result<Restarts<'a>, Failure> {
         let Some(restarts_at) = contents.len().checked_sub(4) else {
             return Err(bad("shorter than its restart count"));
         };
@@ -459,7 +444,7 @@ pub struct Table<'a> {
     filter_contents: Option<Cow<'a, [u8]>>,
     /// Why the metaindex or the filter block could not be read, if so: LevelDB then reads
     /// the table without a filter.
-    pub filter_unread: Option<Error>,
+    pub filter_unread: Option<Failure>,
     /// The blocks besides the data blocks that LevelDB reads, as `open` read them: the
     /// index, then the metaindex and the filter block where LevelDB reads them.
     pub structure: Vec<BlockCheck>,
@@ -480,9 +465,9 @@ impl std::fmt::Debug for dyn TableFile + '_ {
 }
 
 /// The footer of the table in `file`: its metaindex's and its index's handles.
-fn footer(file: &dyn TableFile) -> Result<(BlockHandle, BlockHandle), Error> {
+fn footer(file: &dyn TableFile) -> Result<(BlockHandle, BlockHandle), Failure> {
     let Some(footer_at) = file.size().checked_sub(FOOTER_LEN as u64) else {
-        return Err(Error::at(
+        return Err(damage(
             0,
             format!(
                 "{} bytes: shorter than a table footer (truncated?)",
@@ -493,7 +478,7 @@ fn footer(file: &dyn TableFile) -> Result<(BlockHandle, BlockHandle), Error> {
     let footer = file.read_at(footer_at, FOOTER_LEN)?;
     let magic = u64::from_le_bytes(footer[40..].try_into().expect("8 bytes"));
     if magic != MAGIC {
-        return Err(Error::at(
+        return Err(damage(
             footer_at + 40,
             format!("not a LevelDB table (magic {magic:#018x})"),
         ));
@@ -504,7 +489,7 @@ fn footer(file: &dyn TableFile) -> Result<(BlockHandle, BlockHandle), Error> {
         BlockHandle::decode(handles, &mut pos),
         BlockHandle::decode(handles, &mut pos),
     ) else {
-        return Err(Error::at(footer_at, "bad block handles in the footer"));
+        return Err(damage(footer_at, "bad block handles in the footer"));
     };
     Ok((metaindex, index_handle))
 }
@@ -514,7 +499,7 @@ fn footer(file: &dyn TableFile) -> Result<(BlockHandle, BlockHandle), Error> {
 fn read_index(
     index: &[u8],
     index_handle: BlockHandle,
-) -> Result<(Vec<IndexEntry>, Vec<u8>), Error> {
+) -> Result<(Vec<IndexEntry>, Vec<u8>), Failure> {
     let mut entries: Vec<IndexEntry> = Vec::new();
     let mut separators: Vec<u8> = Vec::new();
     let mut bad_entry = None;
@@ -541,14 +526,14 @@ fn read_index(
         separators.extend_from_slice(key);
     })?;
     if let Some(what) = bad_entry {
-        return Err(Error::at(index_handle.offset, what));
+        return Err(damage(index_handle.offset, what));
     }
     Ok((entries, separators))
 }
 
 impl<'a> Table<'a> {
     /// Reads the footer, the metaindex and the index of the table in `file`.
-    pub fn open(file: &'a dyn TableFile) -> Result<Table<'a>, Error> {
+    pub fn open(file: &'a dyn TableFile) -> Result<Table<'a>, Failure> {
         let (metaindex, index_handle) = footer(file)?;
         let mut table = Table {
             file,
@@ -585,7 +570,7 @@ impl<'a> Table<'a> {
     /// Finds the filter block in the metaindex and reads it: LevelDB's own policy name
     /// first, else another policy's (which LevelDB does not read). Returns what it found of
     /// the blocks it read.
-    fn read_filter(&mut self) -> Result<Vec<BlockCheck>, Error> {
+    fn read_filter(&mut self) -> Result<Vec<BlockCheck>, Failure> {
         let meta = RawBlock::locate(self.file, self.metaindex)?;
         let mut checks = vec![BlockCheck::of(&meta)];
         let meta = meta.contents()?;
@@ -607,7 +592,7 @@ impl<'a> Table<'a> {
             }
         })?;
         if bad_handle {
-            return Err(Error::at(
+            return Err(damage(
                 self.metaindex.offset,
                 "bad filter block handle in the metaindex",
             ));
@@ -739,7 +724,7 @@ mod tests {
         let start = std::time::Instant::now();
         let mut seen = 0;
         let err = for_each_entry(&b, 0, usize::MAX, |_, _| seen += 1).unwrap_err();
-        assert!(err.what.contains("rebuild to more than"), "{err}");
+        assert!(err.what().contains("rebuild to more than"), "{err}");
         assert!(seen < 20_000, "stopped at the limit");
         assert!(start.elapsed().as_secs() < 5);
         // A block as LevelDB writes it (a whole key every 16 entries) reads whole.
@@ -847,7 +832,7 @@ mod tests {
         for index in [&[0, 0][..], &[1, 0], &[0, 1, 1]] {
             let err = Table::open(&table_of(&blocks, index)).unwrap_err();
             assert!(
-                err.what.contains("out of order or overlapping"),
+                err.what().contains("out of order or overlapping"),
                 "{index:?}: {err}"
             );
         }
@@ -864,7 +849,7 @@ mod tests {
         assert!(
             Table::open(&[0u8; 48])
                 .unwrap_err()
-                .what
+                .what()
                 .contains("not a LevelDB table")
         );
     }

@@ -4,6 +4,7 @@
 use leveldb_bloom::{AnyPolicy, FilterBlockReader, FilterPolicy, bloom, compact};
 
 use super::{BUILTIN_POLICY, FilterShape, Keys, Problem, TableReport};
+use crate::failure::Failure;
 use crate::table::{self, BlockCheck, IndexEntry, RawBlock, Table, TableFile};
 
 /// The most memory a table's false-positive measurement keeps user keys in (a sample beyond),
@@ -44,11 +45,7 @@ pub fn keys_of(file: &dyn TableFile) -> Keys {
 
 /// Reads the table in `file` and reports on it. `Err` when its structure (footer, index)
 /// cannot be read; damage inside data blocks is a [`Problem`].
-pub fn analyze(
-    name: String,
-    file: &dyn TableFile,
-    keys: Keys,
-) -> Result<TableReport, table::Error> {
+pub fn analyze(name: String, file: &dyn TableFile, keys: Keys) -> Result<TableReport, Failure> {
     let table = Table::open(file)?;
     let mut report = TableReport {
         file: name,
@@ -58,9 +55,8 @@ pub fn analyze(
     };
     if let Some(e) = &table.filter_unread {
         report.warnings.push(Problem {
-            offset: e.offset,
-            what: format!("{} (LevelDB reads the table without its filter)", e.what),
-            count: 1,
+            what: format!("{} (LevelDB reads the table without its filter)", e.what()),
+            ..problem(e)
         });
     }
     let ours = table.filter_policy.as_deref() == Some(BUILTIN_POLICY);
@@ -96,7 +92,7 @@ pub fn analyze(
 /// A block's checksum, every block LevelDB reads: a mismatch or an unreadable trailer is a
 /// problem for `checksums`.
 fn check(
-    block: Result<BlockCheck, &table::Error>,
+    block: Result<BlockCheck, &Failure>,
     report: &mut TableReport,
     checksums: &mut Vec<Problem>,
 ) {
@@ -108,7 +104,7 @@ fn check(
             count: 1,
         }),
         Ok(block) => report.compressed_blocks += u64::from(block.compressed),
-        Err(e) => checksums.push(problem(e.clone())),
+        Err(e) => checksums.push(problem(e)),
     }
 }
 
@@ -176,7 +172,7 @@ impl<'t> Walk<'t> {
         let block = match raw.and_then(RawBlock::contents) {
             Ok(contents) => contents,
             Err(e) => {
-                report.problems.push(problem(e));
+                report.problems.push(problem(&e));
                 return;
             }
         };
@@ -186,7 +182,7 @@ impl<'t> Walk<'t> {
             self.entry(key, offset, last, &mut tally, report);
         });
         if let Err(e) = walked {
-            report.problems.push(problem(e));
+            report.problems.push(problem(&e));
         }
         self.block_problems(entry, &tally, report);
     }
@@ -376,10 +372,11 @@ impl KeySample {
     }
 }
 
-fn problem(e: table::Error) -> Problem {
+/// The problem a failure to read the table is (each is at an offset in it).
+fn problem(e: &Failure) -> Problem {
     Problem {
-        offset: e.offset,
-        what: e.what,
+        offset: e.offset().unwrap_or_default(),
+        what: e.what().to_owned(),
         count: 1,
     }
 }
