@@ -5,6 +5,7 @@
 
 use std::ffi::c_int;
 
+use crate::failure::Kind;
 use crate::manifest::live_tables;
 use crate::report::{self, Keys};
 use crate::wal::log_of;
@@ -78,7 +79,7 @@ pub unsafe extern "C" fn leveldb_bloom_cli_fuzz_manifest(
     }
     match live_tables(bytes) {
         Ok(tables) => i64::try_from(tables.len()).unwrap_or(i64::MAX),
-        Err(e) if e.damaged => -1,
+        Err(e) if e.kind() == Kind::Damaged => -1,
         Err(_) => -2,
     }
 }

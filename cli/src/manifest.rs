@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::failure::Kind;
+use crate::failure::{Failure, Kind};
 use crate::files;
 use crate::log_reader::log_records;
 use crate::table::{compare_internal_keys, varint32};
@@ -160,19 +160,9 @@ pub fn parse_file_name(name: &std::ffi::OsStr) -> Option<(u64, FileKind)> {
     number(digits).map(|n| (n, kind))
 }
 
-/// Why the current version could not be read: `damaged` when the files are there but
-/// LevelDB would refuse them, else an I/O error or something this tool does not read.
-#[derive(Debug)]
-pub struct Error {
-    pub message: String,
-    pub damaged: bool,
-}
-
-fn damaged(message: String) -> Error {
-    Error {
-        message,
-        damaged: true,
-    }
+/// Damage in the MANIFEST's or `CURRENT`'s bytes: LevelDB refuses the database.
+fn damaged(what: String) -> Failure {
+    Failure::new(Kind::Damaged, what)
 }
 
 /// LevelDB's `config::kNumLevels`.
@@ -323,16 +313,18 @@ pub fn is_database(dir: &Path) -> bool {
 }
 
 /// Reads one of the database's own files: missing or not a regular file is damage.
-fn read(path: &Path) -> Result<Vec<u8>, Error> {
-    files::read_regular(path).map_err(|e| Error {
-        damaged: e.kind() != Kind::Io,
-        message: e.to_string(),
+fn read(path: &Path) -> Result<Vec<u8>, Failure> {
+    files::read_regular(path).map_err(|e| match e.kind() {
+        Kind::Io => e,
+        _ => e.with_kind(Kind::Damaged),
     })
 }
 
 /// The tables of the current version a MANIFEST's bytes describe, by level and in
-/// LevelDB's order within a level, as `VersionSet::Recover` applies its edits.
-pub fn live_tables(data: &[u8]) -> Result<Vec<NewFile>, Error> {
+/// LevelDB's order within a level, as `VersionSet::Recover` applies its edits. Fails as
+/// [`Kind::Damaged`] where LevelDB refuses the MANIFEST, as [`Kind::Foreign`] where it is
+/// readable but not this tool's.
+pub fn live_tables(data: &[u8]) -> Result<Vec<NewFile>, Failure> {
     replay(data).map(|replayed| replayed.live)
 }
 
@@ -347,9 +339,9 @@ struct Replayed {
 }
 
 /// [`live_tables`], with the log numbers.
-fn replay(data: &[u8]) -> Result<Replayed, Error> {
-    let records =
-        log_records(data).map_err(|(at, what)| damaged(format!("at offset {at}: {what}")))?;
+fn replay(data: &[u8]) -> Result<Replayed, Failure> {
+    let records = log_records(data)
+        .map_err(|(at, what)| Failure::at_offset(at as u64, Kind::Damaged, what))?;
     let (mut log_number, mut next_file, mut last_sequence) = (None, None, None);
     let mut prev_log_number = None;
     let mut added: BTreeMap<u32, Vec<NewFile>> = BTreeMap::new();
@@ -405,16 +397,16 @@ fn replay(data: &[u8]) -> Result<Replayed, Error> {
 }
 
 /// A database whose keys another comparator orders than the one this tool reads.
-fn foreign_comparator(name: &[u8]) -> Error {
-    Error {
-        message: format!(
+fn foreign_comparator(name: &[u8]) -> Failure {
+    Failure::new(
+        Kind::Foreign,
+        format!(
             "the database orders its keys with the comparator {:?}; this tool reads only {} \
              databases",
             String::from_utf8_lossy(name),
             String::from_utf8_lossy(BYTEWISE)
         ),
-        damaged: false,
-    }
+    )
 }
 
 /// The live tables, level by level in LevelDB's order: those `added` that were not
@@ -422,7 +414,7 @@ fn foreign_comparator(name: &[u8]) -> Error {
 fn live_files(
     added: BTreeMap<u32, Vec<NewFile>>,
     deleted: &BTreeSet<(u32, u64)>,
-) -> Result<Vec<NewFile>, Error> {
+) -> Result<Vec<NewFile>, Failure> {
     let mut live = Vec::new();
     for (level, mut files) in added {
         files.sort_by(internal_order);
@@ -445,34 +437,32 @@ fn live_files(
     Ok(live)
 }
 
-/// The current version of the database in `dir`, as LevelDB's recovery finds it.
-pub fn current_version(dir: &Path) -> Result<Version, Error> {
+/// The current version of the database in `dir`, as LevelDB's recovery finds it. Fails as
+/// [`live_tables`] does, as [`Kind::Damaged`] where a file LevelDB reads is missing or not a
+/// regular file, else as [`Kind::Io`].
+pub fn current_version(dir: &Path) -> Result<Version, Failure> {
     let current_path = dir.join("CURRENT");
     let current = read(&current_path)?;
     let Some(name) = current.strip_suffix(b"\n") else {
-        return Err(damaged(format!(
-            "{}: does not end with a newline (LevelDB refuses to open the database)",
-            files::shown(&current_path)
-        )));
+        return Err(Failure::at(
+            &current_path,
+            Kind::Damaged,
+            "does not end with a newline (LevelDB refuses to open the database)",
+        ));
     };
     // LevelDB opens the directory, "/" and the name as a C string: up to a NUL, and a name
     // in a subdirectory or not UTF-8 is as good as any.
     let name = name.split(|&b| b == 0).next().unwrap_or_default();
     if name.is_empty() {
-        return Err(damaged(format!(
-            "{}: names no MANIFEST (LevelDB refuses to open the database)",
-            files::shown(&current_path)
-        )));
+        return Err(Failure::at(
+            &current_path,
+            Kind::Damaged,
+            "names no MANIFEST (LevelDB refuses to open the database)",
+        ));
     }
     let manifest = dir.join(std::ffi::OsStr::from_bytes(name));
-    let data = read(&manifest).map_err(|e| Error {
-        message: format!("{} (named by CURRENT)", e.message),
-        ..e
-    })?;
-    let replayed = replay(&data).map_err(|e| Error {
-        message: format!("{}: {}", files::shown(&manifest), e.message),
-        ..e
-    })?;
+    let data = read(&manifest).map_err(|e| e.and(" (named by CURRENT)"))?;
+    let replayed = replay(&data).map_err(|e| e.within(&manifest))?;
     let live: Vec<LiveTable> = replayed
         .live
         .into_iter()
@@ -482,10 +472,7 @@ pub fn current_version(dir: &Path) -> Result<Version, Error> {
         })
         .collect();
     let mut not_live = Vec::new();
-    let io = |e: std::io::Error| Error {
-        message: format!("{}: {e}", files::shown(dir)),
-        damaged: false,
-    };
+    let io = |e: std::io::Error| Failure::from(e).within(dir);
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let path = entry.map_err(io)?.path();
         let is_table = matches!(

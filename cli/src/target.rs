@@ -40,13 +40,7 @@ impl Target {
                  written with LevelDB's TableBuilder",
             ));
         }
-        let version = manifest::current_version(path).map_err(|e| {
-            if e.damaged {
-                Failure::new(Kind::Damaged, e.message)
-            } else {
-                Failure::new(Kind::Io, e.message)
-            }
-        })?;
+        let version = manifest::current_version(path)?;
         Ok(Target {
             tables: version
                 .live
