@@ -14,57 +14,28 @@ use leveldb_bloom_capi::{
 };
 use leveldb_sys::*;
 
+use crate::failure::{Failure, Kind};
 use crate::way_back::Digest;
 
 /// The policy `upgrade` writes with, in `format` at `bits_per_key` as `Format::policy` takes
 /// a setting (the drop-in's `LEVELDB_BLOOM_BITS_PER_KEY` takes the same): Bloom filters
 /// written by LevelDB's own Bloom policy (`leveldb_filterpolicy_create_bloom`), compact
 /// filters through `leveldb_filterpolicy_create`'s callbacks.
-pub fn new_policy(format: Format, bits_per_key: f64) -> Result<AnyPolicy, String> {
+pub fn new_policy(format: Format, bits_per_key: f64) -> Result<AnyPolicy, Failure> {
     format.policy(bits_per_key).map_err(|_| {
-        format!(
-            "--bits-per-key {bits_per_key}: {} filters take {}",
-            format.name(),
-            format.settings()
+        Failure::new(
+            Kind::Usage,
+            format!(
+                "--bits-per-key {bits_per_key}: {} filters take {}",
+                format.name(),
+                format.settings()
+            ),
         )
     })
 }
 
-/// What LevelDB reported, or why the call could not be made. LevelDB's C API gives a
-/// failed `Status` as its `ToString()` alone, whose prefix names its code: the one place
-/// this crate reads that text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LevelDbError(String);
-
-impl LevelDbError {
-    /// Whether LevelDB found the database damaged (`Status::Corruption`).
-    pub fn is_corruption(&self) -> bool {
-        self.0.starts_with("Corruption:")
-    }
-
-    /// Whether another process, or this one, holds the database's lock: "IO error: lock
-    /// <dir>/LOCK: Resource temporarily unavailable", or "... already held by process"
-    /// within one process.
-    pub fn is_lock_held(&self) -> bool {
-        self.0.contains("/LOCK:")
-            && (self.0.contains("unavailable") || self.0.contains("already held"))
-    }
-}
-
-impl std::fmt::Display for LevelDbError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl From<LevelDbError> for String {
-    fn from(error: LevelDbError) -> String {
-        error.0
-    }
-}
-
 /// A LevelDB error, taken from (and freeing) LevelDB's `errptr`.
-fn take_error(err: *mut c_char) -> Option<LevelDbError> {
+fn take_error(err: *mut c_char) -> Option<Failure> {
     if err.is_null() {
         return None;
     }
@@ -74,7 +45,27 @@ fn take_error(err: *mut c_char) -> Option<LevelDbError> {
         .into_owned();
     // SAFETY: allocated by LevelDB, freed once, here.
     unsafe { leveldb_free(err.cast()) };
-    Some(LevelDbError(message))
+    Some(reported(message))
+}
+
+/// What LevelDB reported, as a Failure of its kind. LevelDB's C API gives a failed `Status`
+/// as its `ToString()` alone, whose prefix names its code: the one place this crate reads
+/// that text, so that the rest decides by the kind.
+fn reported(message: String) -> Failure {
+    // "IO error: lock <dir>/LOCK: Resource temporarily unavailable", or "... already held by
+    // process" within one process.
+    let lock_held = message.contains("/LOCK:")
+        && (message.contains("unavailable") || message.contains("already held"));
+    let kind = if message.starts_with("Corruption:") {
+        Kind::Corruption
+    } else if lock_held {
+        Kind::InUse
+    } else {
+        Kind::LevelDb
+    };
+    // The system's own words (strerror), which LevelDB's IOError passes on.
+    let full = message.contains("No space left") || message.contains("Disk quota");
+    Failure::new(kind, message).with_disk_full(full)
 }
 
 /// A key and its value.
@@ -97,9 +88,9 @@ impl Db {
         policy: Option<AnyPolicy>,
         snappy: bool,
         create: bool,
-    ) -> Result<Db, LevelDbError> {
+    ) -> Result<Db, Failure> {
         let name = CString::new(path.as_os_str().as_encoded_bytes())
-            .map_err(|_| LevelDbError("the path holds a NUL byte".into()))?;
+            .map_err(|_| Failure::new(Kind::LevelDb, "the path holds a NUL byte"))?;
         let policy = match policy {
             None => ptr::null_mut(),
             // SAFETY: no preconditions; returns an owned policy.
@@ -110,9 +101,10 @@ impl Db {
                 let bits = compact.bits_per_key();
                 let state = leveldb_bloom_policy_create_compact(bits);
                 if state.is_null() {
-                    return Err(LevelDbError(format!(
-                        "invalid bits per key for compact filters: {bits}"
-                    )));
+                    return Err(Failure::new(
+                        Kind::LevelDb,
+                        format!("invalid bits per key for compact filters: {bits}"),
+                    ));
                 }
                 // SAFETY: the callbacks take the policy created above as their state;
                 // LevelDB owns it from here and frees it with the destructor.
@@ -149,13 +141,15 @@ impl Db {
         };
         match take_error(err) {
             Some(message) => Err(message),
-            None if db.is_null() => Err(LevelDbError("LevelDB returned no database".into())),
+            None if db.is_null() => {
+                Err(Failure::new(Kind::LevelDb, "LevelDB returned no database"))
+            }
             None => Ok(opened),
         }
     }
 
     /// The first and last records (key, value), or `None` for an empty database.
-    pub fn first_and_last(&self) -> Result<Option<[Record; 2]>, LevelDbError> {
+    pub fn first_and_last(&self) -> Result<Option<[Record; 2]>, Failure> {
         // SAFETY: no preconditions.
         let read = unsafe { leveldb_readoptions_create() };
         // SAFETY: db and read options live.
@@ -192,7 +186,7 @@ impl Db {
     }
 
     /// Reads every record with LevelDB's iterator, checksums verified: their [`Digest`].
-    pub fn digest(&self) -> Result<Digest, LevelDbError> {
+    pub fn digest(&self) -> Result<Digest, Failure> {
         let mut hasher = xxhash_rust::xxh3::Xxh3::new();
         let mut records = 0u64;
         let mut err = ptr::null_mut();
@@ -230,7 +224,7 @@ impl Db {
     }
 
     /// Writes `key` = `value` (not synced: LevelDB's compaction syncs what it writes).
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<(), LevelDbError> {
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<(), Failure> {
         let mut err = ptr::null_mut();
         // SAFETY: live handles; the slices outlive the call, which copies them.
         unsafe {
@@ -250,7 +244,7 @@ impl Db {
     }
 
     /// The value of `key`, `None` if absent (LevelDB's `Get`, which asks the filters).
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, LevelDbError> {
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Failure> {
         let (mut err, mut len) = (ptr::null_mut(), 0);
         // SAFETY: live handles; the key outlives the call; a returned value is LevelDB's
         // malloc'd copy of `len` bytes, copied and freed here.
@@ -280,7 +274,7 @@ impl Db {
     /// The error LevelDB's background work met, if any (a compaction that failed on a full
     /// disk): `CompactRange` does not return it, the next write does. The write is an empty
     /// batch, which adds no record (and so no table when the log is next recovered).
-    pub fn background_error(&self) -> Result<(), LevelDbError> {
+    pub fn background_error(&self) -> Result<(), Failure> {
         let mut err = ptr::null_mut();
         // SAFETY: live handles, each created object destroyed once; err a valid out-pointer.
         unsafe {
@@ -294,7 +288,7 @@ impl Db {
     }
 
     /// Deletes `key` (not synced).
-    pub fn delete(&self, key: &[u8]) -> Result<(), LevelDbError> {
+    pub fn delete(&self, key: &[u8]) -> Result<(), Failure> {
         let mut err = ptr::null_mut();
         // SAFETY: live handles; the key outlives the call.
         unsafe {

@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use leveldb_bloom::Format;
-use leveldb_bloom_cli::failure::{ERROR, Failure, Kind};
+use leveldb_bloom_cli::failure::ERROR;
+#[cfg(not(feature = "upgrade"))]
+use leveldb_bloom_cli::failure::{Failure, Kind};
 use leveldb_bloom_cli::format_arg::format_parser;
 use leveldb_bloom_cli::inspect::inspect;
 #[cfg(feature = "upgrade")]
@@ -163,7 +165,6 @@ fn main() -> ExitCode {
             bits_per_key,
             undo: false,
         } => new_policy(format.expect("required without --undo"), bits_per_key)
-            .map_err(|e| Failure::new(Kind::Usage, e))
             .and_then(|policy| upgrade::upgrade(&path, policy)),
     };
     match result {

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::analysis::{Analysis, analyze_all};
 use crate::failure::{Failure, Kind, OK, PROBLEM, emit};
 use crate::files::shown;
-use crate::leveldb::{Db, LevelDbError};
+use crate::leveldb::Db;
 use crate::lock::DatabaseLock;
 use crate::manifest;
 use crate::report::{self, TableReport};
@@ -89,10 +89,9 @@ fn rewrite(
     let db = match Db::open(path, Some(policy), snappy, false) {
         Ok(db) => db,
         Err(e) => {
-            let failure = if e.is_corruption() {
-                Failure::new(Kind::Damaged, corruption_at_open(path, &e))
-            } else {
-                Failure::new(Kind::Io, open_failure(path, &e))
+            let failure = match e.kind() {
+                Kind::Corruption => corruption_at_open(path, &e),
+                _ => open_failure(path, &e),
             };
             // LevelDB's failed open released the process's lock.
             return Err(put_back(path, held, way_back, &unopened, failure));
@@ -105,13 +104,16 @@ fn rewrite(
                 Kind::Damaged,
                 format!("LevelDB cannot read every record ({e}); run `leveldb-bloom verify`"),
             )
+            .caused_by(&e)
         })?;
         way_back.record_before(&read).map_err(|e| {
+            let e = Failure::from(e);
             Failure::at(
                 way_back.folder(),
                 Kind::Io,
                 format!("cannot record what LevelDB read ({e})"),
             )
+            .caused_by(&e)
         })?;
         Ok((read, rewrite_all(&db, before).err()))
     })();
@@ -218,7 +220,8 @@ fn prove_on_disk(
             path,
             Kind::Damaged,
             format!("LevelDB cannot open the rewritten database ({e}): the upgrade is not proven"),
-        );
+        )
+        .caused_by(&e);
         put_back(path, held, way_back, as_left, failure)
     })?;
     let read_after = db.digest();
@@ -230,7 +233,7 @@ fn prove_on_disk(
             Ok(read) => format!("{read} after it"),
             Err(e) => format!("cannot read it after it ({e})"),
         };
-        let failure = Failure::at(
+        let mut failure = Failure::at(
             path,
             Kind::Damaged,
             format!(
@@ -238,6 +241,9 @@ fn prove_on_disk(
                  proven"
             ),
         );
+        if let Err(e) = &read_after {
+            failure = failure.caused_by(e);
+        }
         return Err(put_back(path, held, way_back, &reopened, failure));
     }
     retake("rewritten and proven, ")?;
@@ -247,8 +253,8 @@ fn prove_on_disk(
 
 /// What to say when LevelDB reported `error` during the rewrite: the way back is kept, and
 /// the next upgrade settles the database from what is on disk.
-fn unfinished(path: &Path, way_back: &WayBack, error: &LevelDbError) -> Failure {
-    let room = if disk_full(&error.to_string()) {
+fn unfinished(path: &Path, way_back: &WayBack, error: &Failure) -> Failure {
+    let room = if error.disk_full() {
         " (free some space first: the way back holds the old tables' space, and LevelDB \
          needs room to open the database)"
     } else {
@@ -381,7 +387,7 @@ fn put_back(
     }
     match way_back.put_back(as_left) {
         Ok(()) => {
-            let room = if disk_full(&failure.to_string()) {
+            let room = if failure.disk_full() {
                 ": free some space, then run the upgrade again"
             } else {
                 ""
@@ -414,11 +420,6 @@ fn cannot_fingerprint(path: &Path, e: &std::io::Error) -> Failure {
         Kind::Io,
         format!("cannot list the database's files ({e})"),
     )
-}
-
-/// Whether a message (LevelDB's, or the system's through it) says the disk is full.
-fn disk_full(message: &str) -> bool {
-    message.contains("No space left") || message.contains("Disk quota")
 }
 
 /// Settles the way back an earlier, interrupted upgrade left: one not made in full, or made
@@ -525,7 +526,7 @@ pub fn undo(path: &Path) -> Result<u8, Failure> {
 
 /// Has LevelDB rewrite every table of `tables` (the current version), and returns the
 /// error LevelDB met, if any.
-fn rewrite_all(db: &Db, tables: &[TableReport]) -> Result<(), LevelDbError> {
+fn rewrite_all(db: &Db, tables: &[TableReport]) -> Result<(), Failure> {
     // Compacting the whole range leaves the deepest level's tables alone when nothing
     // above overlaps them. Writing the first and last records again (the same values)
     // puts a table spanning the whole range on top, so that every level below is merged
@@ -573,26 +574,38 @@ fn carries(t: &TableReport, policy: AnyPolicy) -> bool {
 
 /// What to say when LevelDB's paranoid checks refuse the database at open (a damaged
 /// write-ahead log or MANIFEST): nothing was rewritten, and what can still be recovered.
-fn corruption_at_open(path: &Path, leveldb: &LevelDbError) -> String {
-    format!(
-        "{}: damaged: LevelDB's paranoid checks refuse to open it ({leveldb}); nothing was \
-         rewritten. Opened without those checks, LevelDB would drop the damaged records for \
-         good at its next compaction. To recover what can be read, copy the directory, then run \
-         LevelDB's RepairDB on the copy (leveldb::RepairDB, or leveldb_repair_db in C): it keeps \
-         every record whose checksum holds and puts files it cannot read in lost/",
-        shown(path)
+fn corruption_at_open(path: &Path, leveldb: &Failure) -> Failure {
+    Failure::at(
+        path,
+        Kind::Corruption,
+        format!(
+            "damaged: LevelDB's paranoid checks refuse to open it ({leveldb}); nothing was \
+             rewritten. Opened without those checks, LevelDB would drop the damaged records for \
+             good at its next compaction. To recover what can be read, copy the directory, then \
+             run LevelDB's RepairDB on the copy (leveldb::RepairDB, or leveldb_repair_db in C): \
+             it keeps every record whose checksum holds and puts files it cannot read in lost/"
+        ),
     )
+    .caused_by(leveldb)
 }
 
 /// What to say when LevelDB cannot open the database.
-fn open_failure(path: &Path, leveldb: &LevelDbError) -> String {
-    if leveldb.is_lock_held() {
-        format!(
-            "{}: in use: another process has the database open ({leveldb}); close it and run \
-             again",
-            shown(path)
+fn open_failure(path: &Path, leveldb: &Failure) -> Failure {
+    let failure = if leveldb.kind() == Kind::InUse {
+        Failure::at(
+            path,
+            Kind::InUse,
+            format!(
+                "in use: another process has the database open ({leveldb}); close it and run \
+                 again"
+            ),
         )
     } else {
-        format!("{}: LevelDB cannot open it: {leveldb}", shown(path))
-    }
+        Failure::at(
+            path,
+            Kind::LevelDb,
+            format!("LevelDB cannot open it: {leveldb}"),
+        )
+    };
+    failure.caused_by(leveldb)
 }

@@ -550,7 +550,7 @@ fn twin_key(i: u64) -> Vec<u8> {
 /// How many of the first database's records stock LevelDB reads back from `dir`, or `Err`
 /// if it cannot open it.
 fn twin_records_read(dir: &Path, expected: &Expected, n: u64) -> Result<u64, String> {
-    let db = Db::open(dir, Some(BLOOM), true, false)?;
+    let db = Db::open(dir, Some(BLOOM), true, false).map_err(|e| e.to_string())?;
     Ok((0..n)
         .filter(|&i| db.get(&twin_key(i)).ok().flatten().as_ref() == expected.get(&twin_key(i)))
         .count() as u64)

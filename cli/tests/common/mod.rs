@@ -199,7 +199,7 @@ pub fn bloom_db(n: u64) -> (tempfile::TempDir, PathBuf, Expected) {
 /// policy (which answers compact filters "may match"), reads back as they should be;
 /// `Err` with LevelDB's message if it cannot open the database.
 pub fn records_read_back(dir: &Path, expected: &Expected, n: u64) -> Result<u64, String> {
-    let db = Db::open(dir, Some(BLOOM), true, false)?;
+    let db = Db::open(dir, Some(BLOOM), true, false).map_err(|e| e.to_string())?;
     Ok((0..n)
         .filter(|&i| db.get(&key(i)).ok().flatten().as_ref() == expected.get(&key(i)))
         .count() as u64)
