@@ -211,7 +211,7 @@ fn prove_on_disk(
         return Err(keep(format!(
             "{}: the upgrade is not proven: {}",
             shown(path),
-            way_back::PutBackError::Changed
+            way_back::changed()
         )));
     }
     sync("rewritten")?;
@@ -519,7 +519,7 @@ pub fn undo(path: &Path) -> Result<u8, Failure> {
         ));
     }
     left.put_back_anyway()
-        .map_err(|e| Failure::at(left.folder(), Kind::Io, e.to_string()))?;
+        .map_err(|e| e.within(left.folder()))?;
     emit("put back: the database is as it was before the upgrade that did not finish\n")?;
     Ok(OK)
 }

@@ -30,6 +30,7 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::failure::{Failure, Kind};
 use crate::manifest::{FileKind, parse_file_name};
 
 /// The folder inside the database directory that holds the way back.
@@ -108,31 +109,14 @@ impl Fingerprint {
     }
 }
 
-/// Why a way back was not put back.
-#[derive(Debug)]
-pub enum PutBackError {
-    /// The database changed since it was last the command's (another process wrote):
-    /// nothing was touched.
-    Changed,
-    Io(io::Error),
-}
-
-impl From<io::Error> for PutBackError {
-    fn from(e: io::Error) -> PutBackError {
-        PutBackError::Io(e)
-    }
-}
-
-impl std::fmt::Display for PutBackError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PutBackError::Changed => f.write_str(
-                "the database's files changed after the command last held it (another process \
-                 wrote to it, or LevelDB's own failed open left a file)",
-            ),
-            PutBackError::Io(e) => write!(f, "{e}"),
-        }
-    }
+/// Why a way back is not put back, where the database changed since the command last held
+/// it: another process's writes are never undone.
+pub fn changed() -> Failure {
+    Failure::new(
+        Kind::Changed,
+        "the database's files changed after the command last held it (another process wrote \
+         to it, or LevelDB's own failed open left a file)",
+    )
 }
 
 impl WayBack {
@@ -291,14 +275,14 @@ impl WayBack {
     /// is still `as_left` (what it was when the command last held it: another process's
     /// writes are never undone). Only for a [`WayBack::whole`] one: every file not kept is
     /// removed.
-    pub fn put_back(&self, as_left: &Fingerprint) -> Result<(), PutBackError> {
+    pub fn put_back(&self, as_left: &Fingerprint) -> Result<(), Failure> {
         if !self.whole() {
             return Err(
                 io::Error::other("the way back was not made in full; nothing put back").into(),
             );
         }
         if Fingerprint::of(&self.db)? != *as_left {
-            return Err(PutBackError::Changed);
+            return Err(changed());
         }
         self.begin_put_back(as_left)?;
         self.finish_put_back()
@@ -316,7 +300,7 @@ impl WayBack {
 
     /// Finishes a put-back an interrupted run began, if every file of the database is one it
     /// accounts for: as the database was when putting back began, or put back already.
-    pub fn resume_put_back(&self) -> Result<(), PutBackError> {
+    pub fn resume_put_back(&self) -> Result<(), Failure> {
         let began = fs::read_to_string(self.folder.join(PUTTING_BACK))
             .ok()
             .and_then(|text| Fingerprint::parse(&text))
@@ -337,13 +321,13 @@ impl WayBack {
                 || set_aside_files.contains(&file)
         });
         if !accounted {
-            return Err(PutBackError::Changed);
+            return Err(changed());
         }
         self.finish_put_back()
     }
 
     /// Puts the database back whatever it holds now (`upgrade --undo`: the operator's call).
-    pub fn put_back_anyway(&self) -> Result<(), PutBackError> {
+    pub fn put_back_anyway(&self) -> Result<(), Failure> {
         if !self.putting_back() {
             let as_is = Fingerprint::of(&self.db)?;
             return self.put_back(&as_is);
@@ -351,7 +335,7 @@ impl WayBack {
         self.finish_put_back()
     }
 
-    fn finish_put_back(&self) -> Result<(), PutBackError> {
+    fn finish_put_back(&self) -> Result<(), Failure> {
         if let Some(why) = self.kept_incomplete()? {
             return Err(io::Error::other(format!(
                 "the way back cannot put the database back whole: {why}. Nothing put back;                  the database is as LevelDB left it (`leveldb-bloom verify` says what it                  reads): to keep it, remove the folder"
@@ -542,10 +526,10 @@ mod tests {
         let as_left = Fingerprint::of(db).unwrap();
         // Another process's write since: nothing is touched.
         fs::write(db.join("000010.log"), "another process").unwrap();
-        assert!(matches!(
-            way_back.put_back(&as_left),
-            Err(PutBackError::Changed)
-        ));
+        assert_eq!(
+            way_back.put_back(&as_left).map_err(|e| e.kind()),
+            Err(Kind::Changed)
+        );
         fs::remove_file(db.join("000010.log")).unwrap();
         way_back.put_back(&as_left).unwrap();
         assert_eq!(contents(db), original);
