@@ -4,6 +4,7 @@
 //! is split into FIRST, MIDDLE and LAST fragments. The MANIFEST ([`crate::manifest`]) and
 //! the write-ahead logs ([`crate::wal`]) are such logs.
 
+use crate::failure::{Failure, Kind};
 use crate::table::unmask_crc;
 
 /// The blocks a log is written in.
@@ -17,12 +18,17 @@ const FIRST: u8 = 2;
 const MIDDLE: u8 = 3;
 const LAST: u8 = 4;
 
+/// What LevelDB's log reader reports as corruption at file offset `at`, in its words.
+fn corruption(at: usize, what: impl Into<String>) -> Failure {
+    Failure::at_offset(at as u64, Kind::Damaged, what)
+}
+
 /// The records of a LevelDB log file, fragments joined, as `log::Reader` with checksums
-/// returns them; `Err((offset, what))` where it reports corruption. LevelDB reads the file
+/// returns them; damage at its offset where it reports corruption. LevelDB reads the file
 /// in 32 KiB blocks; only in the last block, read short, does a header or record cut off
 /// by the file's end mean the writer died (the log ends there), as does a fragmented record
 /// left open.
-pub fn log_records(data: &[u8]) -> Result<Vec<Vec<u8>>, (usize, String)> {
+pub fn log_records(data: &[u8]) -> Result<Vec<Vec<u8>>, Failure> {
     log_records_at(data).map(|records| records.into_iter().map(|(_, r)| r).collect())
 }
 
@@ -30,7 +36,7 @@ pub fn log_records(data: &[u8]) -> Result<Vec<Vec<u8>>, (usize, String)> {
 pub type LogRecord = (usize, Vec<u8>);
 
 /// [`log_records`], each record with the offset of its first fragment's header.
-pub fn log_records_at(data: &[u8]) -> Result<Vec<LogRecord>, (usize, String)> {
+pub fn log_records_at(data: &[u8]) -> Result<Vec<LogRecord>, Failure> {
     let mut out = Vec::new();
     let mut reader = LogReader::default();
     for (i, block) in data.chunks(BLOCK_SIZE).enumerate() {
@@ -72,7 +78,7 @@ impl LogReader {
         block: &[u8],
         last: bool,
         mut record: impl FnMut(LogRecord),
-    ) -> Result<(), (usize, String)> {
+    ) -> Result<(), Failure> {
         let mut pos = 0;
         while pos < block.len() {
             let available = block.len() - pos;
@@ -92,7 +98,7 @@ impl LogReader {
             let payload = &block[pos + HEADER_LEN..pos + HEADER_LEN + len];
             let stored = unmask_crc(u32::from_le_bytes(header[..4].try_into().expect("4")));
             if stored != crc32c::crc32c_append(crc32c::crc32c(&[kind]), payload) {
-                return Err((at + pos, "checksum mismatch".into()));
+                return Err(corruption(at + pos, "checksum mismatch"));
             }
             self.assemble(kind, at + pos, payload, &mut record)?;
             pos += HEADER_LEN + len;
@@ -104,9 +110,9 @@ impl LogReader {
     /// which inside a fragmented record loses its middle. LevelDB says nothing of the
     /// records the skipped bytes may hold (`ReadPhysicalRecord`), even with paranoid checks;
     /// the reader finds them to say so.
-    fn zeroed(&mut self, at: usize, pos: usize, block: &[u8]) -> Result<(), (usize, String)> {
+    fn zeroed(&mut self, at: usize, pos: usize, block: &[u8]) -> Result<(), Failure> {
         if self.fragment.is_some() {
-            return Err((at + pos, "error in middle of record".into()));
+            return Err(corruption(at + pos, "error in middle of record"));
         }
         let nonzero = block[pos..].iter().filter(|&&b| b != 0).count();
         if nonzero > 0 {
@@ -131,11 +137,11 @@ impl LogReader {
         at: usize,
         payload: &[u8],
         record: &mut impl FnMut(LogRecord),
-    ) -> Result<(), (usize, String)> {
+    ) -> Result<(), Failure> {
         let partial = |f: &Option<LogRecord>| f.as_ref().is_some_and(|(_, r)| !r.is_empty());
         match kind {
             FULL | FIRST if partial(&self.fragment) => {
-                return Err((at, "partial record without end".into()));
+                return Err(corruption(at, "partial record without end"));
             }
             FULL => {
                 self.fragment = None;
@@ -144,7 +150,7 @@ impl LogReader {
             FIRST => self.fragment = Some((at, payload.to_vec())),
             MIDDLE | LAST => {
                 let Some((start, mut joined)) = self.fragment.take() else {
-                    return Err((at, "missing start of fragmented record".into()));
+                    return Err(corruption(at, "missing start of fragmented record"));
                 };
                 joined.extend_from_slice(payload);
                 if kind == LAST {
@@ -153,7 +159,7 @@ impl LogReader {
                     self.fragment = Some((start, joined));
                 }
             }
-            _ => return Err((at, format!("unknown record type {kind}"))),
+            _ => return Err(corruption(at, format!("unknown record type {kind}"))),
         }
         Ok(())
     }
@@ -163,16 +169,15 @@ impl LogReader {
 /// block the writer died in the record (a torn write: the log ends here), unless the bytes
 /// that follow (`rest`) hold the record whole: then its length field is damaged, and
 /// LevelDB's recovery drops the record as torn, silently.
-fn cut_short(at: usize, header: &[u8], rest: &[u8], last: bool) -> Result<(), (usize, String)> {
+fn cut_short(at: usize, header: &[u8], rest: &[u8], last: bool) -> Result<(), Failure> {
     if !last {
-        return Err((at, "bad record length".into()));
+        return Err(corruption(at, "bad record length"));
     }
     if holds_record(header, rest) {
-        return Err((
+        return Err(corruption(
             at,
             "a record's length field is damaged (the bytes after it hold the record whole): \
-             LevelDB drops it, and all after it, as a torn write"
-                .into(),
+             LevelDB drops it, and all after it, as a torn write",
         ));
     }
     Ok(())
@@ -251,8 +256,8 @@ pub(crate) mod tests {
         log.extend(frame(FULL, b"the second record, whole"));
         // Its length field, one bit flipped upward: it claims past the file's end.
         log[second + 5] ^= 0x10;
-        let (at, what) = log_records(&log).unwrap_err();
-        assert_eq!(at, second, "{what}");
+        let e = log_records(&log).unwrap_err();
+        assert_eq!(e.offset(), Some(second as u64), "{e}");
         // A record the writer did not finish stays a torn end.
         let mut torn = frame(FULL, b"one");
         torn.extend_from_slice(&frame(FULL, b"the second record, whole")[..20]);

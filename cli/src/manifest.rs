@@ -340,8 +340,7 @@ struct Replayed {
 
 /// [`live_tables`], with the log numbers.
 fn replay(data: &[u8]) -> Result<Replayed, Failure> {
-    let records = log_records(data)
-        .map_err(|(at, what)| Failure::at_offset(at as u64, Kind::Damaged, what))?;
+    let records = log_records(data)?;
     let (mut log_number, mut next_file, mut last_sequence) = (None, None, None);
     let mut prev_log_number = None;
     let mut added: BTreeMap<u32, Vec<NewFile>> = BTreeMap::new();

@@ -199,9 +199,9 @@ impl LogReport {
             });
         }
         self.damage = damage.or_else(|| {
-            read.err().map(|(offset, what)| LogDamage {
-                offset: offset as u64,
-                what,
+            read.err().map(|e| LogDamage {
+                offset: e.offset().unwrap_or_default(),
+                what: e.what().to_owned(),
             })
         });
         self.damage.is_none() && !last
