@@ -5,8 +5,6 @@ use std::fmt;
 use std::io;
 use std::path::Path;
 
-use crate::files::shown;
-
 /// All is well.
 pub const OK: u8 = 0;
 /// A check found a problem.
@@ -194,4 +192,19 @@ pub(crate) fn emit(text: &str) -> Result<(), Failure> {
         }
         _ => Ok(()),
     }
+}
+
+/// A path as the command prints it: control characters (a terminal's escape sequences
+/// among them) escaped, bytes that are not UTF-8 replaced.
+pub fn shown(path: &Path) -> String {
+    path.to_string_lossy()
+        .chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }

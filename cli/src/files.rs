@@ -9,20 +9,7 @@ use std::path::Path;
 
 use crate::failure::{Failure, Kind};
 
-/// A path as the command prints it: control characters (a terminal's escape sequences
-/// among them) escaped, bytes that are not UTF-8 replaced.
-pub fn shown(path: &Path) -> String {
-    path.to_string_lossy()
-        .chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
+pub use crate::failure::shown;
 
 /// The whole contents of the regular file at `path`.
 pub fn read_regular(path: &Path) -> Result<Vec<u8>, Failure> {
