@@ -169,49 +169,42 @@ mod x86 {
     use super::columns::{Avx2, Avx512};
     use super::{OneAtATime, batch_may_match, build_filter, may_match, xxh3_64};
 
-    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx512vbmi,avx512vpopcntdq")]
-    #[target_feature(enable = "avx2,popcnt,bmi1,bmi2")]
-    pub(super) fn key_may_match_avx512(key: &[u8], filter: &[u8]) -> bool {
-        may_match(xxh3_64(key), filter, Avx512::single())
+    /// A level's single and batch queries: both compiled for its instructions (`$features`),
+    /// each reading windows its own way.
+    macro_rules! queries {
+        ($single:ident($one:expr), $batch:ident($many:expr), $($features:literal),+) => {
+            $(#[target_feature(enable = $features)])+
+            pub(super) fn $single(key: &[u8], filter: &[u8]) -> bool {
+                may_match(xxh3_64(key), filter, $one)
+            }
+
+            $(#[target_feature(enable = $features)])+
+            pub(super) fn $batch<'k>(
+                keys: impl IntoIterator<Item = &'k [u8]>,
+                filter: &[u8],
+                results: &mut [bool],
+            ) {
+                batch_may_match(keys, filter, results, $many)
+            }
+        };
     }
 
-    #[target_feature(enable = "avx2,popcnt,bmi1,bmi2")]
-    pub(super) fn key_may_match_avx2(key: &[u8], filter: &[u8]) -> bool {
-        may_match(xxh3_64(key), filter, Avx2::new())
-    }
-
-    #[target_feature(enable = "popcnt")]
-    pub(super) fn key_may_match_popcnt(key: &[u8], filter: &[u8]) -> bool {
-        may_match(xxh3_64(key), filter, OneAtATime)
-    }
-
-    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx512vbmi,avx512vpopcntdq")]
-    #[target_feature(enable = "avx2,popcnt,bmi1,bmi2")]
-    pub(super) fn keys_may_match_avx512<'k>(
-        keys: impl IntoIterator<Item = &'k [u8]>,
-        filter: &[u8],
-        results: &mut [bool],
-    ) {
-        batch_may_match(keys, filter, results, Avx512::new())
-    }
-
-    #[target_feature(enable = "avx2,popcnt,bmi1,bmi2")]
-    pub(super) fn keys_may_match_avx2<'k>(
-        keys: impl IntoIterator<Item = &'k [u8]>,
-        filter: &[u8],
-        results: &mut [bool],
-    ) {
-        batch_may_match(keys, filter, results, Avx2::new())
-    }
-
-    #[target_feature(enable = "popcnt")]
-    pub(super) fn keys_may_match_popcnt<'k>(
-        keys: impl IntoIterator<Item = &'k [u8]>,
-        filter: &[u8],
-        results: &mut [bool],
-    ) {
-        batch_may_match(keys, filter, results, OneAtATime)
-    }
+    queries!(
+        key_may_match_avx512(Avx512::single()),
+        keys_may_match_avx512(Avx512::new()),
+        "avx512f,avx512dq,avx512bw,avx512vl,avx512vbmi,avx512vpopcntdq",
+        "avx2,popcnt,bmi1,bmi2"
+    );
+    queries!(
+        key_may_match_avx2(Avx2::new()),
+        keys_may_match_avx2(Avx2::new()),
+        "avx2,popcnt,bmi1,bmi2"
+    );
+    queries!(
+        key_may_match_popcnt(OneAtATime),
+        keys_may_match_popcnt(OneAtATime),
+        "popcnt"
+    );
 
     #[target_feature(enable = "popcnt")]
     pub(super) fn build_popcnt(hashes: &[u64], filter: &mut [u8]) -> bool {
