@@ -355,73 +355,10 @@ class Concurrency {
     for (uint64_t t = 0; t < threads_; t++) {
       std::mt19937_64 trng(harness::seed() ^ (0x7E57ull << 32) ^ t);
       Work& w = work_[t];
-      for (int i = 0; i < 8; i++) {
-        BuildJob j;
-        j.keys = RandomKeys(trng, RandomKeyCount(trng), (trng() % 2) ? 16 : 100);
-        j.expected = LevelDBFilter(*stock_, j.keys);
-        w.builds.push_back(std::move(j));
-      }
-      for (int i = 0; i < 4; i++) {
-        BlockJob j;
-        j.layout = RandomLayout(trng);
-        j.expected = LevelDBBlock(stock_.get(), j.layout);
-        w.blocks.push_back(std::move(j));
-      }
-      for (int i = 0; i < 8; i++) {
-        QueryJob j;
-        j.filter = trng() % filters_.size();
-        const SharedFilter& f = filters_[j.filter];
-        for (int k = 0; k < 200; k++) {
-          if (trng() % 2 == 0 && f.members.size() > 0) {
-            j.keys.add(f.members.keys[trng() % f.members.size()]);
-          } else {
-            j.keys.add(harness::random_key(trng, 24));
-          }
-        }
-        j.keys.seal();
-        for (const std::string& k : j.keys.keys) {
-          const leveldb::Slice filter(reinterpret_cast<const char*>(f.bytes.data.get()),
-                                      f.bytes.len);
-          const bool want = stock_->KeyMayMatch(leveldb::Slice(k), filter);
-          const bool got = leveldb_bloom_key_may_match(policy_.get(), k.data(), k.size(),
-                                                       f.bytes.data.get(), f.bytes.len);
-          ASSERT_EQ(got, want) << "single-threaded answer differs from LevelDB's";
-          j.expected.push_back(want);
-          j.no_match += !want;
-        }
-        w.queries.push_back(std::move(j));
-      }
-      for (int i = 0; i < 4; i++) {
-        BlockQueryJob j;
-        j.block = trng() % blocks_.size();
-        const SharedBlock& b = blocks_[j.block];
-        for (int k = 0; k < 200; k++) {
-          const uint64_t r = trng() % 4;
-          if (r < 2 && !b.layout.members.empty()) {
-            const auto& m = b.layout.members[trng() % b.layout.members.size()];
-            j.offsets.push_back(m.first);
-            j.keys.add(m.second);
-          } else {
-            j.offsets.push_back(r == 2 ? b.layout.offsets[trng() % b.layout.offsets.size()]
-                                       : trng() % (64 * kWindow));
-            j.keys.add(harness::random_key(trng, 24));
-          }
-        }
-        j.keys.seal();
-        const leveldb::Slice contents(reinterpret_cast<const char*>(b.bytes.data.get()),
-                                      b.bytes.len);
-        leveldb::FilterBlockReader reader(stock_.get(), contents);
-        for (size_t k = 0; k < j.keys.size(); k++) {
-          const std::string& key = j.keys.keys[k];
-          const bool want = reader.KeyMayMatch(j.offsets[k], leveldb::Slice(key));
-          const bool got = leveldb_bloom_filter_block_may_match(
-              policy_.get(), b.bytes.data.get(), b.bytes.len, j.offsets[k], key.data(), key.size());
-          ASSERT_EQ(got, want) << "single-threaded filter block answer differs from LevelDB's";
-          j.expected.push_back(want);
-          j.no_match += !want;
-        }
-        w.block_queries.push_back(std::move(j));
-      }
+      for (int i = 0; i < 8; i++) w.builds.push_back(MakeBuildJob(trng));
+      for (int i = 0; i < 4; i++) w.blocks.push_back(MakeBlockJob(trng));
+      for (int i = 0; i < 8; i++) ASSERT_NO_FATAL_FAILURE(AddQueryJob(trng, &w));
+      for (int i = 0; i < 4; i++) ASSERT_NO_FATAL_FAILURE(AddBlockQueryJob(trng, &w));
     }
     uint64_t no = 0, all = 0;
     for (const Work& w : work_) {
@@ -430,6 +367,80 @@ class Concurrency {
     // Both answers occur, or the comparisons prove little.
     ASSERT_GT(no, 0u);
     ASSERT_LT(no, all);
+  }
+
+  // A thread's jobs, drawn from its own random source; the query jobs' answers are
+  // LevelDB's, checked single-threaded against the shared policy's.
+  BuildJob MakeBuildJob(std::mt19937_64& rng) {
+    BuildJob j;
+    j.keys = RandomKeys(rng, RandomKeyCount(rng), (rng() % 2) ? 16 : 100);
+    j.expected = LevelDBFilter(*stock_, j.keys);
+    return j;
+  }
+
+  BlockJob MakeBlockJob(std::mt19937_64& rng) {
+    BlockJob j;
+    j.layout = RandomLayout(rng);
+    j.expected = LevelDBBlock(stock_.get(), j.layout);
+    return j;
+  }
+
+  // 200 keys asked of one shared filter: half its members, half random.
+  void AddQueryJob(std::mt19937_64& rng, Work* w) {
+    QueryJob j;
+    j.filter = rng() % filters_.size();
+    const SharedFilter& f = filters_[j.filter];
+    for (int k = 0; k < 200; k++) {
+      if (rng() % 2 == 0 && f.members.size() > 0) {
+        j.keys.add(f.members.keys[rng() % f.members.size()]);
+      } else {
+        j.keys.add(harness::random_key(rng, 24));
+      }
+    }
+    j.keys.seal();
+    const leveldb::Slice filter(reinterpret_cast<const char*>(f.bytes.data.get()), f.bytes.len);
+    for (const std::string& k : j.keys.keys) {
+      const bool want = stock_->KeyMayMatch(leveldb::Slice(k), filter);
+      const bool got = leveldb_bloom_key_may_match(policy_.get(), k.data(), k.size(),
+                                                   f.bytes.data.get(), f.bytes.len);
+      ASSERT_EQ(got, want) << "single-threaded answer differs from LevelDB's";
+      j.expected.push_back(want);
+      j.no_match += !want;
+    }
+    w->queries.push_back(std::move(j));
+  }
+
+  // 200 keys asked of one shared block: half its members at their offsets, a quarter random
+  // at one of its offsets, a quarter random anywhere in its first 64 windows.
+  void AddBlockQueryJob(std::mt19937_64& rng, Work* w) {
+    BlockQueryJob j;
+    j.block = rng() % blocks_.size();
+    const SharedBlock& b = blocks_[j.block];
+    for (int k = 0; k < 200; k++) {
+      const uint64_t r = rng() % 4;
+      if (r < 2 && !b.layout.members.empty()) {
+        const auto& m = b.layout.members[rng() % b.layout.members.size()];
+        j.offsets.push_back(m.first);
+        j.keys.add(m.second);
+      } else {
+        j.offsets.push_back(r == 2 ? b.layout.offsets[rng() % b.layout.offsets.size()]
+                                   : rng() % (64 * kWindow));
+        j.keys.add(harness::random_key(rng, 24));
+      }
+    }
+    j.keys.seal();
+    const leveldb::Slice contents(reinterpret_cast<const char*>(b.bytes.data.get()), b.bytes.len);
+    leveldb::FilterBlockReader reader(stock_.get(), contents);
+    for (size_t k = 0; k < j.keys.size(); k++) {
+      const std::string& key = j.keys.keys[k];
+      const bool want = reader.KeyMayMatch(j.offsets[k], leveldb::Slice(key));
+      const bool got = leveldb_bloom_filter_block_may_match(
+          policy_.get(), b.bytes.data.get(), b.bytes.len, j.offsets[k], key.data(), key.size());
+      ASSERT_EQ(got, want) << "single-threaded filter block answer differs from LevelDB's";
+      j.expected.push_back(want);
+      j.no_match += !want;
+    }
+    w->block_queries.push_back(std::move(j));
   }
 
   // One round of thread `t`'s work (job `round` of each kind), tallied into `tally`.
