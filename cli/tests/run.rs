@@ -322,6 +322,22 @@ fn signals_pass_through_as_a_shell_reports_them() {
 }
 
 #[test]
+fn a_status_above_128_is_said_as_an_exit_and_a_signal_as_a_signal() {
+    // A program may exit with any status up to 255 (a shell whose child a signal ended
+    // exits 128 + n itself): the summary says how it ended, not what the number looks like.
+    let out = run_bounded(&["run", "--", "sh", "-c", "exit 200"]);
+    assert_eq!(out.status.code(), Some(200), "{}", text(&out));
+    assert!(stderr(&out).contains("sh exited 200"), "{}", text(&out));
+    assert!(!stderr(&out).contains("killed by signal"), "{}", text(&out));
+    let out = run_bounded(&["run", "--", "sh", "-c", "kill -TERM $$"]);
+    assert!(
+        stderr(&out).contains("sh was killed by signal 15"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
 fn every_signal_a_process_sends_reaches_the_program_even_at_once() {
     // USR1 (and the like) reach the program, which may handle them, instead of ending the
     // command while the program runs on.

@@ -117,6 +117,7 @@ pub fn run(request: Run) -> Result<u8, Failure> {
     let status = signals::wait_for(child)
         .map_err(|e| Failure::new(Kind::Io, format!("run: waiting for the program: {e}")))?;
     summary.status = exit_status(status);
+    summary.signal = status.signal();
     if let Some(folder) = &folder {
         summary::summarize(folder.path(), &mut summary);
     }

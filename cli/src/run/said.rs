@@ -39,9 +39,9 @@ pub(super) fn say(line: &str) {
 /// reported) the policies, the filters and what compact filters saved.
 fn said(summary: &Summary, program: &str) -> String {
     let mut text = String::new();
-    let status = match summary.status {
-        s if s > 128 => format!("was killed by signal {}", s - 128),
-        s => format!("exited {s}"),
+    let status = match summary.signal {
+        Some(signal) => format!("was killed by signal {signal}"),
+        None => format!("exited {}", summary.status),
     };
     let _ = writeln!(text, "leveldb-bloom run: {program} {status}");
     if let Some(why) = &summary.unreachable {

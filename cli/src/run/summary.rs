@@ -15,6 +15,10 @@ use leveldb_bloom_dropin_statistics::{Counters, Statistics};
 pub struct Summary {
     /// The program's exit status (128 + n for signal n).
     pub status: u8,
+    /// The signal that ended the program, if one did: a status above 128 is also a
+    /// program's own exit status (a shell whose child a signal ended exits so).
+    #[serde(skip)]
+    pub signal: Option<i32>,
     /// Why a preload cannot reach the program, if it cannot.
     pub unreachable: Option<String>,
     /// Processes whose drop-in wrote its statistics (at exit: a process that ends with
