@@ -470,6 +470,23 @@ fn settle(
             way_back::sync_dir(path).map_err(cannot)?;
             left.discard().map_err(cannot)
         }
+        // A full disk keeps LevelDB from opening the database (it writes a new MANIFEST and
+        // log) and says nothing of its records; the way back holding the old tables' space
+        // makes this likely.
+        Err(e) if e.disk_full() => Err(Failure::at(
+            path,
+            Kind::Unfinished,
+            format!(
+                "an earlier upgrade did not finish, and LevelDB cannot open the database to \
+                 check it ({e}). Nothing rewritten; {folder} holds the database's files as \
+                 they were before that upgrade. To go on, free some space (that folder holds the old \
+                 tables' space, and LevelDB needs room to open the database), then run the \
+                 upgrade again: it settles that upgrade and finishes the job; `leveldb-bloom \
+                 upgrade --undo {}` puts those files back instead",
+                shown(path)
+            ),
+        )
+        .caused_by(&e)),
         now => Err(Failure::at(
             path,
             Kind::Unfinished,
