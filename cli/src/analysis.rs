@@ -258,7 +258,9 @@ fn analyze_table(
     let report = match files::open_regular(file) {
         Ok((opened, file_len)) => {
             let table = OpenTable::new(opened, file_len.min(limit));
-            if live.is_none() && !crate::table::has_table_magic(&table) {
+            if live.is_none()
+                && !crate::table::has_table_magic(&table).map_err(|e| e.within(file))?
+            {
                 return Err(Failure::at(
                     file,
                     Kind::Usage,
@@ -266,13 +268,16 @@ fn analyze_table(
                 ));
             }
             let keys = keys.unwrap_or_else(|| report::keys_of(&table));
-            let mut report = report::analyze(name.clone(), &table, keys).unwrap_or_else(|e| {
-                unreadable(
+            let mut report = match report::analyze(name.clone(), &table, keys) {
+                Ok(report) => report,
+                // The system failed a read: nothing is known of the bytes.
+                Err(e) if e.kind() == Kind::Io => return Err(e.within(file)),
+                Err(e) => unreadable(
                     &name,
                     e.offset().unwrap_or_default(),
                     format!("cannot read the table: {}", e.what()),
-                )
-            });
+                ),
+            };
             if let Some(live) = live {
                 against_manifest(live, file_len, &mut report);
             }

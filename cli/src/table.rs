@@ -451,11 +451,16 @@ pub struct Table<'a> {
 }
 
 /// Whether `file` ends as a LevelDB table does: a footer with the table magic number.
-pub fn has_table_magic(file: &dyn TableFile) -> bool {
-    file.size()
-        .checked_sub(8)
-        .and_then(|at| file.read_at(at, 8).ok())
-        .is_some_and(|magic| *magic == MAGIC.to_le_bytes())
+/// `Err` where the system fails the read.
+pub fn has_table_magic(file: &dyn TableFile) -> Result<bool, Failure> {
+    let Some(at) = file.size().checked_sub(8) else {
+        return Ok(false);
+    };
+    match file.read_at(at, 8) {
+        Ok(magic) => Ok(*magic == MAGIC.to_le_bytes()),
+        Err(e) if e.kind() == Kind::Io => Err(e),
+        Err(_) => Ok(false),
+    }
 }
 
 impl std::fmt::Debug for dyn TableFile + '_ {

@@ -1,5 +1,5 @@
 //! The command against the faults operators meet: a disk that fills during an upgrade, a
-//! kill at any moment of one, a read-only directory, a database another process holds (a
+//! disk that fails a read, a kill at any moment of one, a read-only directory, a database another process holds (a
 //! LevelDB or a goleveldb writer),
 //! tables swapped, truncated or removed behind the MANIFEST's back, a CURRENT or MANIFEST
 //! that LevelDB refuses or accepts, symlinks, FIFOs and devices where tables should be,
@@ -153,6 +153,39 @@ fn a_disk_that_fills_during_an_upgrade_never_reports_success() {
         failed > 0 && finished > 0,
         "{failed} failed, {finished} finished"
     );
+}
+
+#[test]
+fn a_table_the_disk_fails_to_read_is_an_io_error_not_damage() {
+    // A failing disk's read error says nothing of the bytes on it: the command stops with
+    // an I/O error (exit 2), naming it, and does not call the table damaged.
+    let n = 3000;
+    let (_tmp, dir, expected) = bloom_db(n);
+    let table = live_tables(&dir)[0].clone();
+    let name = table.file_name().unwrap().to_str().unwrap();
+    let before = data_files(&dir);
+    for args in [
+        vec!["verify", dir.to_str().unwrap()],
+        vec!["inspect", dir.to_str().unwrap()],
+        vec!["verify", table.to_str().unwrap()],
+        vec!["upgrade", dir.to_str().unwrap(), "--format", "compact"],
+    ] {
+        let mut cmd = command();
+        cmd.args(&args)
+            .env("LD_PRELOAD", read_error())
+            .env("LEVELDB_BLOOM_FAULT_FILE", name);
+        let out = run_within(cmd, LIMIT);
+        assert_said(&out, 2, &[name, "Input/output error"]);
+        assert!(
+            !stdout(&out).contains("problem") && !stderr(&out).contains("damaged"),
+            "{args:?}: {}",
+            text(&out)
+        );
+        assert_eq!(data_files(&dir), before, "{args:?}: {}", text(&out));
+        assert!(!dir.join("leveldb-bloom-way-back").exists());
+    }
+    run_on_ok(&["verify", dir.to_str().unwrap()]);
+    assert_reads(&dir, &expected, n);
 }
 
 #[test]

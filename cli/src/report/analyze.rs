@@ -4,7 +4,7 @@
 use leveldb_bloom::{AnyPolicy, FilterBlockReader, FilterPolicy, bloom, compact};
 
 use super::{BUILTIN_POLICY, FilterShape, Keys, Problem, TableReport};
-use crate::failure::Failure;
+use crate::failure::{Failure, Kind};
 use crate::table::{self, BlockCheck, IndexEntry, RawBlock, Table, TableFile};
 
 /// The most memory a table's false-positive measurement keeps user keys in (a sample beyond),
@@ -44,9 +44,17 @@ pub fn keys_of(file: &dyn TableFile) -> Keys {
 }
 
 /// Reads the table in `file` and reports on it. `Err` when its structure (footer, index)
-/// cannot be read; damage inside data blocks is a [`Problem`].
+/// cannot be read, or the system fails a read ([`Kind::Io`]: that says nothing of the
+/// bytes); damage inside data blocks is a [`Problem`].
 pub fn analyze(name: String, file: &dyn TableFile, keys: Keys) -> Result<TableReport, Failure> {
     let table = Table::open(file)?;
+    if let Some(e) = table
+        .filter_unread
+        .as_ref()
+        .filter(|e| e.kind() == Kind::Io)
+    {
+        return Err(e.clone());
+    }
     let mut report = TableReport {
         file: name,
         data_blocks: table.index.len() as u64,
@@ -66,7 +74,7 @@ pub fn analyze(name: String, file: &dyn TableFile, keys: Keys) -> Result<TableRe
     let mut walk = Walk::new(&table, keys, filters);
     let last_block = table.index.len().saturating_sub(1);
     for (i, entry) in table.index.iter().enumerate() {
-        walk.data_block(file, entry, i == last_block, &mut report);
+        walk.data_block(file, entry, i == last_block, &mut report)?;
     }
     // The other blocks' checksums, as `Table::open` read them.
     for &block in &table.structure {
@@ -155,15 +163,18 @@ impl<'t> Walk<'t> {
     }
 
     /// One data block: its checksum, each of its entries, and its keys' order against the
-    /// index's separators.
+    /// index's separators. `Err` where the system fails the block's read.
     fn data_block(
         &mut self,
         file: &dyn TableFile,
         entry: &'t IndexEntry,
         last: bool,
         report: &mut TableReport,
-    ) {
-        let raw = RawBlock::locate(file, entry.handle);
+    ) -> Result<(), Failure> {
+        let raw = match RawBlock::locate(file, entry.handle) {
+            Err(e) if e.kind() == Kind::Io => return Err(e),
+            raw => raw,
+        };
         check(
             raw.as_ref().map(BlockCheck::of),
             report,
@@ -173,7 +184,7 @@ impl<'t> Walk<'t> {
             Ok(contents) => contents,
             Err(e) => {
                 report.problems.push(problem(&e));
-                return;
+                return Ok(());
             }
         };
         let offset = entry.handle.offset;
@@ -185,6 +196,7 @@ impl<'t> Walk<'t> {
             report.problems.push(problem(&e));
         }
         self.block_problems(entry, &tally, report);
+        Ok(())
     }
 
     /// One entry of the data block at `offset` (`last`: the table's last block).

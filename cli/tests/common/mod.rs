@@ -305,6 +305,12 @@ pub fn kill_upgrade_after_rewrite(dir: &Path) {
     assert_eq!(out.status.code(), None, "killed: {}", text(&out));
 }
 
+/// The read-error shim (`faults/read_error.c`): reads of the file named by
+/// `LEVELDB_BLOOM_FAULT_FILE` fail with EIO.
+pub fn read_error() -> PathBuf {
+    shim("read_error", &["-ldl"])
+}
+
 /// The power-cut shim (`faults/power_cut.c`).
 pub fn power_cut() -> PathBuf {
     shim("power_cut", &["-ldl", "-lpthread"])
