@@ -64,8 +64,8 @@ fn build_program(variant: &str) -> PathBuf {
     binary
 }
 
-/// `leveldb-bloom run ARGS`, its summary as JSON (`--stats`), within the test's limit.
-fn run_json(args: &[&str], stats: &Path) -> (std::process::Output, Value) {
+/// The drop-in `run` preloads: the one beside the command.
+fn dropin() -> PathBuf {
     let dropin =
         Path::new(env!("CARGO_BIN_EXE_leveldb-bloom")).with_file_name("libleveldb_bloom_dropin.so");
     assert!(
@@ -73,6 +73,12 @@ fn run_json(args: &[&str], stats: &Path) -> (std::process::Output, Value) {
         "{}: the drop-in beside the command (cargo build --release -p leveldb-bloom-dropin)",
         dropin.display()
     );
+    dropin
+}
+
+/// `leveldb-bloom run ARGS`, its summary as JSON (`--stats`), within the test's limit.
+fn run_json(args: &[&str], stats: &Path) -> (std::process::Output, Value) {
+    dropin();
     let mut cmd = command();
     cmd.arg("run").arg("--stats").arg(stats).args(args);
     let out = run_within(cmd, LIMIT);
@@ -138,6 +144,38 @@ fn a_leveldb_program_is_served_and_its_status_is_its_own() {
             Some(b"v".to_vec())
         );
     }
+}
+
+#[test]
+fn a_relative_statistics_file_is_where_the_program_started_though_it_moves() {
+    let tmp = tempfile::tempdir().unwrap();
+    let started = tmp.path().join("started");
+    let elsewhere = tmp.path().join("elsewhere");
+    for dir in [&started, &elsewhere] {
+        std::fs::create_dir(dir).unwrap();
+    }
+    let db = tmp.path().join("db");
+    let out = run_within(
+        {
+            let mut cmd = Command::new(program("dynamic"));
+            cmd.arg(&db)
+                .args(["0", "0"])
+                .arg(&elsewhere)
+                .current_dir(&started)
+                .env("LD_PRELOAD", dropin())
+                .env("LEVELDB_BLOOM_STATS_FILE", "stats.txt");
+            cmd
+        },
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let written = std::fs::read_to_string(started.join("stats.txt"))
+        .unwrap_or_else(|e| panic!("no statistics where the program started: {e}"));
+    assert!(written.lines().any(|l| l == "served=yes"), "{written}");
+    assert!(
+        !elsewhere.join("stats.txt").exists(),
+        "the statistics follow the program's moves"
+    );
 }
 
 #[test]

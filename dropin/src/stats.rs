@@ -279,7 +279,9 @@ pub(crate) fn file_wanted() -> bool {
 
 /// `LEVELDB_BLOOM_STATS_FILE`, unless the process runs in secure-execution mode (set-user-ID,
 /// set-group-ID or with capabilities: the kernel's AT_SECURE), where the environment is its
-/// caller's and must not name files the program writes.
+/// caller's and must not name files the program writes. A relative name is taken in the
+/// directory the process is in when the drop-in loads, as its user gave it: a daemon that
+/// changes directory afterwards still writes where it was asked to.
 fn stats_file_setting() -> Option<OsString> {
     #[cfg(unix)]
     {
@@ -288,7 +290,9 @@ fn stats_file_setting() -> Option<OsString> {
             return None;
         }
     }
-    std::env::var_os("LEVELDB_BLOOM_STATS_FILE").filter(|name| !name.is_empty())
+    let name = std::env::var_os("LEVELDB_BLOOM_STATS_FILE").filter(|name| !name.is_empty())?;
+    // Without a current directory to name (removed, or refused), the name as given.
+    Some(std::path::absolute(&name).map_or(name, |path| path.into_os_string()))
 }
 
 /// The file's name with `%p` replaced by `pid`.

@@ -2,9 +2,10 @@
  * tests: writes 20,000 keys with 10 bits per key Bloom filters, compacts, asks for 20,000
  * absent keys inside the tables' key range, prints how many it found, forks the children
  * its third argument asks for (each exits at once, through exit()), and exits with the
- * status its second argument names.
+ * status its second argument names. Given a fourth, it first changes into that directory,
+ * as a daemon does once started.
  *
- *   leveldb_program DB_DIR [STATUS [CHILDREN]] */
+ *   leveldb_program DB_DIR [STATUS [CHILDREN [CHDIR]]] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
+  if (argc > 4 && chdir(argv[4]) != 0) return 4;
   leveldb_options_t *options = leveldb_options_create();
   leveldb_filterpolicy_t *policy = leveldb_filterpolicy_create_bloom(10);
   leveldb_options_set_filter_policy(options, policy);
