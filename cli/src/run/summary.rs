@@ -65,10 +65,20 @@ impl Summary {
                 }
             }
         }
+        // The formats of the processes that used the drop-in, all of them (a process may
+        // choose its own); those of the others only while none has.
+        let (used, used_before) = (used(&file.counters), used(&self.counters));
         self.counters = self.counters.plus(file.counters);
-        let used = file.counters.dropin_policies > 0 || file.counters.filters_built > 0;
-        if used || self.formats.is_empty() {
-            self.formats = file.formats;
+        if used && !used_before {
+            self.formats.clear();
+        }
+        if used || !used_before {
+            for format in file.formats {
+                if !self.formats.contains(&format) {
+                    self.formats.push(format);
+                }
+            }
+            self.formats.sort_by_key(|format| format.name());
             self.bits_per_key = file.bits_per_key;
         }
     }
@@ -82,6 +92,11 @@ impl Summary {
     pub fn compact_only(&self) -> bool {
         self.formats == [Format::Compact]
     }
+}
+
+/// Whether `counters` show the drop-in's policies at work.
+fn used(counters: &Counters) -> bool {
+    counters.dropin_policies > 0 || counters.filters_built > 0
 }
 
 /// `formats`' names joined by commas; `None` for none.
