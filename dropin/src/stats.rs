@@ -291,7 +291,11 @@ fn stats_file_setting() -> Option<OsString> {
         }
     }
     let name = std::env::var_os("LEVELDB_BLOOM_STATS_FILE").filter(|name| !name.is_empty())?;
-    // Without a current directory to name (removed, or refused), the name as given.
+    if std::path::Path::new(&name).is_absolute() {
+        return Some(name);
+    }
+    // The one system call a relative name costs (getcwd), at load; without a current
+    // directory to name (removed, or refused), the name as given.
     Some(std::path::absolute(&name).map_or(name, |path| path.into_os_string()))
 }
 
