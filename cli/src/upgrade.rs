@@ -479,10 +479,10 @@ fn settle(
             format!(
                 "an earlier upgrade did not finish, and LevelDB cannot open the database to \
                  check it ({e}). Nothing rewritten; {folder} holds the database's files as \
-                 they were before that upgrade. To go on, free some space (that folder holds the old \
-                 tables' space, and LevelDB needs room to open the database), then run the \
-                 upgrade again: it settles that upgrade and finishes the job; `leveldb-bloom \
-                 upgrade --undo {}` puts those files back instead",
+                 they were before that upgrade. To go on, free some space (that folder holds \
+                 the old tables' space, and LevelDB needs room to open the database), then \
+                 run the upgrade again: it settles that upgrade and finishes the job; \
+                 `leveldb-bloom upgrade --undo {}` puts those files back instead",
                 shown(path)
             ),
         )

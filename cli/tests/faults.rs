@@ -1,8 +1,8 @@
 //! The command against the faults operators meet: a disk that fills during an upgrade, a
-//! disk that fails a read, a kill at any moment of one, a read-only directory, a database another process holds (a
-//! LevelDB or a goleveldb writer),
-//! tables swapped, truncated or removed behind the MANIFEST's back, a CURRENT or MANIFEST
-//! that LevelDB refuses or accepts, symlinks, FIFOs and devices where tables should be,
+//! kill at any moment of one, a disk that fails a read, a read-only directory, a database
+//! another process holds (a LevelDB or a goleveldb writer), tables swapped, truncated or
+//! removed behind the MANIFEST's back, a CURRENT or MANIFEST that LevelDB refuses or
+//! accepts, symlinks, FIFOs and devices where tables should be,
 //! tables crafted to ask for unbounded work, and a standard error that cannot be written.
 //! Each ends with what stock LevelDB reads back and `verify`'s verdict.
 //!
