@@ -379,10 +379,11 @@ fn a_status_above_128_is_said_as_an_exit_and_a_signal_as_a_signal() {
 #[test]
 fn every_signal_a_process_sends_reaches_the_program_even_at_once() {
     // USR1 (and the like) reach the program, which may handle them, instead of ending the
-    // command while the program runs on.
+    // command while the program runs on. (The handler stops its sleep: left running, it
+    // would hold the output open for its 30 s.)
     let out = shell(
-        "\"$0\" run -- sh -c 'trap \"echo got-usr1; exit 7\" USR1; sleep 30 & wait' 2>/dev/null & \
-         sleep 0.5; kill -USR1 $!; wait $!; echo \"status $?\"",
+        "\"$0\" run -- sh -c 'sleep 30 >/dev/null & trap \"kill $!; echo got-usr1; exit 7\" USR1; \
+         wait' 2>/dev/null & sleep 0.5; kill -USR1 $!; wait $!; echo \"status $?\"",
     );
     assert_eq!(stdout(&out), "got-usr1\nstatus 7\n", "{}", text(&out));
     // A signal sent as the command starts, before the program's process exists, is passed
