@@ -38,6 +38,9 @@ type CreateFilterFn = unsafe extern "C-unwind" fn(*const Policy, *const Slice, c
 /// The object's destructor's part.
 type FreeFn = unsafe extern "C" fn(*mut Policy);
 
+// policy.cc keeps the policy, and the C API policy `query` takes, as opaque pointers that it
+// only hands back to Rust: their layouts are Rust's own, though Rust 1.89 lints them.
+#[allow(improper_ctypes)]
 unsafe extern "C-unwind" {
     // policy.cc: a new policy object (a `const leveldb::FilterPolicy*`) that owns `policy`,
     // answers with `answers` and calls `create_filter` and `free` with `policy`; throws
