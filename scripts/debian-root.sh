@@ -11,6 +11,9 @@
 #       and /cargo, /proc and /dev, and each HOST_DIR over DIR_IN_ROOT (after /src, so a
 #       directory of the tree can be replaced by one of the root's own). The crates cargo
 #       needs are fetched first, outside: the root is given no network.
+#   debian_root_remove RELEASE
+#       removes target/RELEASE (the root and the builds made in it), unless something is
+#       mounted below it (a run's binds live in its own mount namespace, gone when it ends).
 #
 # Why a file of functions: each release's script differs only in its packages and in what it
 # runs inside; making and entering the root is the same for all of them.
@@ -96,4 +99,16 @@ debian_root_run() {
         CARGO_HOME=/cargo CARGO_NET_OFFLINE=true "$@"
     ' "$release" "$chroot_dir" "$PWD" "$rustup_home" "$cargo_home" "${#binds[@]}" \
     ${binds[@]+"${binds[@]}"} ${keep[@]+"${keep[@]}"} "$@"
+}
+
+debian_root_remove() {
+  local out
+  out=$(pwd -P)/target/$1
+  # /proc/self/mountinfo's fifth field is each mount point (with spaces as \040).
+  if awk -v dir="$out/" 'index($5 "/", dir) == 1 { found = 1 } END { exit !found }' \
+       /proc/self/mountinfo; then
+    echo "debian_root_remove: something is mounted below $out: not removed" >&2
+    return 1
+  fi
+  $debian_root_sudo rm -rf "$out"
 }
