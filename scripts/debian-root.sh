@@ -102,13 +102,26 @@ debian_root_run() {
 }
 
 debian_root_remove() {
-  local out
-  out=$(pwd -P)/target/$1
-  # /proc/self/mountinfo's fifth field is each mount point (with spaces as \040).
-  if awk -v dir="$out/" 'index($5 "/", dir) == 1 { found = 1 } END { exit !found }' \
-       /proc/self/mountinfo; then
-    echo "debian_root_remove: something is mounted below $out: not removed" >&2
-    return 1
+  local out encoded
+  # The folder as the kernel names it (target/ itself may be a link elsewhere).
+  out=$(realpath -m -- "target/$1") || return 1
+  # /proc/self/mountinfo's fifth field is each mount point, with backslash, space, tab and
+  # newline written as octal escapes: the folder is written the same way to compare.
+  encoded=${out//\\/\\134}
+  encoded=${encoded// /\\040}
+  encoded=${encoded//$'\t'/\\011}
+  encoded=${encoded//$'\n'/\\012}
+  # awk: 0, a mount below the folder; 1, none; anything else, the table unread.
+  local status=2
+  if [ -r /proc/self/mountinfo ]; then
+    status=0
+    DIR="$encoded/" awk 'index($5 "/", ENVIRON["DIR"]) == 1 { found = 1 } END { exit !found }' \
+      /proc/self/mountinfo || status=$?
   fi
-  $debian_root_sudo rm -rf "$out"
+  case $status in
+    1) ;;
+    0) echo "debian_root_remove: something is mounted below $out: not removed" >&2; return 1 ;;
+    *) echo "debian_root_remove: the mount table is unread: $out not removed" >&2; return 1 ;;
+  esac
+  $debian_root_sudo rm -rf --one-file-system -- "$out"
 }
