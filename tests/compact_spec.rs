@@ -96,9 +96,10 @@ fn well_formed_filters_answer_as_documented() {
     let mut rng = fastrand::Rng::with_seed(20250123);
     let (mut queries, mut hits) = (0u64, 0u64);
     // Under Miri, which interprets each instruction, a sample of the settings and sizes:
-    // narrow filters, and a wide one.
+    // one key, narrow filters, and a wide one (the library's own tests under Miri take
+    // other sizes and settings).
     let (settings, counts, least): (Vec<f64>, Vec<usize>, u64) = if cfg!(miri) {
-        (vec![3.0, 10.0, 32.0], vec![1, 2, 7, 40, 65, 700], 500)
+        (vec![3.0, 10.0, 32.0], vec![1, 7, 65, 700], 300)
     } else {
         let settings = vec![3.0, 3.5, 4.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0, 24.0, 32.0];
         let counts = (1..=40)

@@ -20,7 +20,7 @@
 //!
 //! The run lasts `LEVELDB_BLOOM_DIFFERENTIAL_SECONDS` (default 20), from the seed in
 //! `LEVELDB_BLOOM_DIFFERENTIAL_SEED` (default: the time); a disagreement fails with the
-//! case's seed, which reproduces it alone. `scripts/test --all` runs it for three minutes.
+//! case's seed, which reproduces it alone. `scripts/test --all` runs it for two minutes.
 
 mod common;
 
@@ -352,7 +352,7 @@ fn cut_by_power(
 }
 
 #[test]
-#[ignore = "a timed differential run (scripts/test --all runs it for three minutes)"]
+#[ignore = "a timed differential run (scripts/test --all runs it for two minutes)"]
 fn verify_and_upgrade_agree_with_stock_leveldb_on_damaged_databases() {
     let seconds = std::env::var("LEVELDB_BLOOM_DIFFERENTIAL_SECONDS")
         .map_or(20, |s| s.parse().expect("a number of seconds"));
