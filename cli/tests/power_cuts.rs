@@ -15,6 +15,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::stock::{Records, stock_reads};
 use common::*;
@@ -192,7 +193,10 @@ fn judge(image: &Path, expected: &Expected, loses: bool, what: &str) {
     assert_stock_reads_all(image, expected, &format!("{what}, after {said:#?}"));
 }
 
-/// Every point of `sweep` over the database `db` (holding `expected`), cut and judged.
+/// Every point of `sweep` over the database `db` (holding `expected`), cut and judged. The
+/// points run side by side, as many at once as the processor has threads: each is its own
+/// copy of the database, and most of a point's time is the commands it starts waiting on
+/// the disk.
 fn sweep_all(sweep: &Sweep, db: &Path, expected: &Expected, loses: bool) {
     let scratch = tempfile::tempdir().unwrap();
     let (ops, syncs) = sweep.count(db, scratch.path());
@@ -202,30 +206,38 @@ fn sweep_all(sweep: &Sweep, db: &Path, expected: &Expected, loses: bool) {
     );
     let cuts = points(ops).into_iter().map(At::Op);
     let failures = points(syncs).into_iter().map(At::FailedSync);
-    let mut judged = 0;
-    for at in cuts.chain(failures) {
-        let (out, image) = sweep.cut(db, scratch.path(), at);
-        judge(
-            &image,
-            expected,
-            loses,
-            &format!(
-                "{:?} cut {at:?} of {ops} ({}): {}",
-                sweep.args,
-                sweep.model,
-                text(&out)
-            ),
-        );
-        let _ = std::fs::remove_dir_all(&image);
-        judged += 1;
-    }
+    let all: Vec<At> = cuts.chain(failures).collect();
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..workers.min(all.len()) {
+            s.spawn(|| {
+                while let Some(&at) = all.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let (out, image) = sweep.cut(db, scratch.path(), at);
+                    judge(
+                        &image,
+                        expected,
+                        loses,
+                        &format!(
+                            "{:?} cut {at:?} of {ops} ({}): {}",
+                            sweep.args,
+                            sweep.model,
+                            text(&out)
+                        ),
+                    );
+                    let _ = std::fs::remove_dir_all(&image);
+                }
+            });
+        }
+    });
     println!(
-        "{:?} ({}{}): {judged} states judged ({ops} operations, {syncs} syncs)",
+        "{:?} ({}{}): {} states judged ({ops} operations, {syncs} syncs)",
         sweep.args,
         sweep.model,
         sweep
             .fault
-            .map_or(String::new(), |f| format!(", fault {f}"))
+            .map_or(String::new(), |f| format!(", fault {f}")),
+        all.len()
     );
 }
 
