@@ -96,10 +96,11 @@ fn well_formed_filters_answer_as_documented() {
     let mut rng = fastrand::Rng::with_seed(20250123);
     let (mut queries, mut hits) = (0u64, 0u64);
     // Under Miri, which interprets each instruction, a sample of the settings and sizes:
-    // one key, narrow filters, and a wide one (the library's own tests under Miri take
-    // other sizes and settings).
+    // one key and narrow filters. Wide filters under Miri are the library's own tests'
+    // (`compact::ribbon::tests` builds and asks one at the highest level and the portable
+    // one); building one here took half of this file's time under Miri.
     let (settings, counts, least): (Vec<f64>, Vec<usize>, u64) = if cfg!(miri) {
-        (vec![3.0, 10.0, 32.0], vec![1, 7, 65, 700], 300)
+        (vec![3.0, 10.0, 32.0], vec![1, 7, 65], 200)
     } else {
         let settings = vec![3.0, 3.5, 4.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0, 24.0, 32.0];
         let counts = (1..=40)
@@ -111,9 +112,6 @@ fn well_formed_filters_answer_as_documented() {
         let policy = CompactPolicy::new(bits_per_key).unwrap();
         // Narrow filters, and wide ones (2,048 bytes or more) from 600 keys at 32 bits per key.
         for &n in &counts {
-            if cfg!(miri) && n == 700 && bits_per_key != 32.0 {
-                continue; // the wide filter only
-            }
             let keys: Vec<Vec<u8>> = (0..n).map(|_| random_bytes(&mut rng, 1..25)).collect();
             let mut filter = Vec::new();
             policy.create_filter(&keys, &mut filter).unwrap();
