@@ -37,6 +37,10 @@
 #define DEFAULT_NUM_KEYS 200000
 #define MAX_NUM_KEYS 10000000
 static int num_keys = DEFAULT_NUM_KEYS;
+/* Timed read passes, whose median is reported: 5, or LEVELDB_BLOOM_DEMO_PASSES (1..9; the
+   tests, which check the reads and not their times, run one). */
+#define MAX_TIMED_PASSES 9
+static int timed_passes = 5;
 #define BITS_PER_KEY 10
 #define BATCH 1000
 
@@ -172,9 +176,8 @@ static leveldb_bloom_stats delta(leveldb_bloom_stats after, leveldb_bloom_stats 
 
 /* Opens the database with fp, reads every present and absent key, closes it. A first,
    untimed pass warms up (table cache, block cache, CPU: it would favour whichever policy reads
-   second), and its statistics are reported; then TIMED_PASSES timed passes, whose median is
+   second), and its statistics are reported; then timed_passes timed passes, whose median is
    reported, so that close times keep their order from one run to the next. */
-#define TIMED_PASSES 5
 static int compare_doubles(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -183,12 +186,12 @@ static int compare_doubles(const void *a, const void *b) {
 static int read_phase(const char *path, leveldb_filterpolicy_t *fp,
                       const leveldb_bloom_policy *counted, read_result *r) {
   leveldb_bloom_stats s0, s1, s2;
-  double t0, times[TIMED_PASSES];
+  double t0, times[MAX_TIMED_PASSES];
   long wrong;
   int pass;
   leveldb_t *db = open_db(path, fp, 0);
   if (db == NULL) return 0;
-  for (pass = 0; pass <= TIMED_PASSES; pass++) {
+  for (pass = 0; pass <= timed_passes; pass++) {
     s0 = policy_stats(counted);
     t0 = now_seconds();
     wrong = read_keys(db, 0);
@@ -203,26 +206,25 @@ static int read_phase(const char *path, leveldb_filterpolicy_t *fp,
       r->absent = delta(s2, s1);
     }
   }
-  qsort(times, TIMED_PASSES, sizeof times[0], compare_doubles);
-  r->seconds = times[TIMED_PASSES / 2];
+  qsort(times, (size_t)timed_passes, sizeof times[0], compare_doubles);
+  r->seconds = times[timed_passes / 2];
   leveldb_close(db);
   return 1;
 }
 
-/* Sets num_keys from LEVELDB_BLOOM_DEMO_KEYS, if set; returns 0 if that is not a count in
-   range. */
-static int read_num_keys(void) {
-  const char *s = getenv("LEVELDB_BLOOM_DEMO_KEYS");
+/* Sets *count from the environment variable name, if set; returns 0 if that is not a
+   count in 1..max. */
+static int read_count(const char *name, int max, int *count) {
+  const char *s = getenv(name);
   char *end = NULL;
   long v;
   if (s == NULL || *s == '\0') return 1;
   v = strtol(s, &end, 10);
-  if (*end != '\0' || v < 1 || v > MAX_NUM_KEYS) {
-    fprintf(stderr, "demo: LEVELDB_BLOOM_DEMO_KEYS=%s is not a count in 1..%d\n", s,
-            MAX_NUM_KEYS);
+  if (*end != '\0' || v < 1 || v > max) {
+    fprintf(stderr, "demo: %s=%s is not a count in 1..%d\n", name, s, max);
     return 0;
   }
-  num_keys = (int)v;
+  *count = (int)v;
   return 1;
 }
 
@@ -293,7 +295,10 @@ int main(void) {
   int k, ran = 1, cleaned = 1;
   long wrong = 0;
 
-  if (!read_num_keys()) return 2;
+  if (!read_count("LEVELDB_BLOOM_DEMO_KEYS", MAX_NUM_KEYS, &num_keys) ||
+      !read_count("LEVELDB_BLOOM_DEMO_PASSES", MAX_TIMED_PASSES, &timed_passes)) {
+    return 2;
+  }
   memset(runs, 0, sizeof runs);
   if (mkdtemp(dir) == NULL) {
     perror("demo: mkdtemp");
@@ -358,7 +363,7 @@ int main(void) {
            "match\" (it reads those tables unfiltered).   * median of %d read passes\n",
            BITS_PER_KEY, 100.0 * expected, k, BITS_PER_KEY, k,
            fp_rate(&runs[NUM_SHAPES - 1][0].ours.absent) / expected, (int)(2 * NUM_SHAPES),
-           TIMED_PASSES);
+           timed_passes);
   }
 
   leveldb_bloom_policy_destroy(policies[0]);
