@@ -97,9 +97,9 @@ fn well_formed_filters_answer_as_documented() {
     let (mut queries, mut hits) = (0u64, 0u64);
     // Under Miri, which interprets each instruction, a sample of the settings and sizes:
     // one key and narrow filters. Wide filters under Miri are the library's own tests'
-    // (`compact::ribbon::tests` builds and asks one at the highest level and the portable
-    // one): a wide build here, the costliest step of this file under Miri, would add no
-    // path.
+    // (`compact::ribbon::tests` builds one and asks it at the highest level and at the
+    // portable one): a wide build here, the costliest step of this file under Miri, would
+    // add no path.
     let (settings, counts, least): (Vec<f64>, Vec<usize>, u64) = if cfg!(miri) {
         (vec![3.0, 10.0, 32.0], vec![1, 7, 65], 200)
     } else {
